@@ -1,0 +1,227 @@
+package jwt
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	defaultRefreshInterval    = 5 * time.Minute
+	defaultMinRefreshInterval = 5 * time.Second
+	defaultFetchTimeout       = 5 * time.Second
+	// maxJWKSBytes caps a fetched JWKS document.
+	maxJWKSBytes = 1 << 20
+)
+
+// FetcherOptions configures a JWKSFetcher.
+type FetcherOptions struct {
+	// URL is the JWKS address, http or https. Required.
+	URL string
+	// Client sends the requests; nil means a client with no special setup.
+	Client *http.Client
+	// Header, when set, adds headers (for example authorization) to each
+	// request.
+	Header func(http.Header)
+	// RefreshInterval is the period of background refreshes; zero means
+	// 5 minutes.
+	RefreshInterval time.Duration
+	// MinRefreshInterval is the least time between two fetches started
+	// because of an unknown kid; zero means 5 s.
+	MinRefreshInterval time.Duration
+	// FetchTimeout bounds one fetch; zero means 5 s.
+	FetchTimeout time.Duration
+	// Logger receives fetch failures; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for rate limiting; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem with o at once and changes nothing.
+func (o FetcherOptions) Validate() error {
+	var errs []error
+	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("jwks fetcher: url %q is not an absolute http(s) URL", o.URL))
+	}
+	if o.RefreshInterval < 0 || o.MinRefreshInterval < 0 || o.FetchTimeout < 0 {
+		errs = append(errs, errors.New("jwks fetcher: intervals and timeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// JWKSFetcher is a KeySource backed by a remote JWKS. It keeps the last good
+// key set: a failed or empty fetch never removes keys. It is safe for
+// concurrent use.
+type JWKSFetcher struct {
+	opts FetcherOptions
+	log  *slog.Logger
+	keys atomic.Pointer[KeySet]
+
+	mu       sync.Mutex
+	ctx      context.Context // set by Start; bounds fetches
+	last     time.Time       // start of the latest fetch
+	inflight *fetchCall
+}
+
+// fetchCall is one fetch that concurrent callers wait on together.
+type fetchCall struct {
+	done chan struct{}
+	err  error
+}
+
+// NewJWKSFetcher validates opts, fills defaults and returns a fetcher with
+// no keys; Start or the first PublicKey call loads them.
+func NewJWKSFetcher(opts FetcherOptions) (*JWKSFetcher, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	if opts.RefreshInterval == 0 {
+		opts.RefreshInterval = defaultRefreshInterval
+	}
+	if opts.MinRefreshInterval == 0 {
+		opts.MinRefreshInterval = defaultMinRefreshInterval
+	}
+	if opts.FetchTimeout == 0 {
+		opts.FetchTimeout = defaultFetchTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &JWKSFetcher{opts: opts, log: log.With("component", "jwks_fetcher"), ctx: context.Background()}, nil
+}
+
+// Start loads the keys, then refreshes them every RefreshInterval until ctx
+// is done, and returns nil then. It blocks; run it in its own goroutine.
+// Failures are logged; until the first load succeeds it retries every
+// MinRefreshInterval. Ready reports whether any keys have loaded.
+func (f *JWKSFetcher) Start(ctx context.Context) error {
+	f.mu.Lock()
+	f.ctx = ctx
+	f.mu.Unlock()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if err := f.refresh(true); err != nil && ctx.Err() == nil {
+			f.log.Warn("refresh jwks", "error", err)
+		}
+		next := f.opts.RefreshInterval
+		if !f.Ready() {
+			next = f.opts.MinRefreshInterval
+		}
+		t.Reset(next)
+	}
+}
+
+// Ready reports whether a key set has been loaded.
+func (f *JWKSFetcher) Ready() bool {
+	return f.keys.Load() != nil
+}
+
+// PublicKey returns the key named kid. For an unknown kid it refreshes the
+// set first, unless a fetch started less than MinRefreshInterval ago;
+// concurrent callers share one fetch.
+func (f *JWKSFetcher) PublicKey(kid string) (ed25519.PublicKey, error) {
+	if k, ok := f.lookup(kid); ok {
+		return k, nil
+	}
+	if err := f.refresh(false); err != nil && !errors.Is(err, errRateLimited) {
+		return nil, fmt.Errorf("%w: kid %q (refresh: %w)", ErrUnknownKey, kid, err)
+	}
+	if k, ok := f.lookup(kid); ok {
+		return k, nil
+	}
+	return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
+}
+
+func (f *JWKSFetcher) lookup(kid string) (ed25519.PublicKey, bool) {
+	if set := f.keys.Load(); set != nil {
+		k, ok := (*set)[kid]
+		return k, ok
+	}
+	return nil, false
+}
+
+var errRateLimited = errors.New("refresh rate limited")
+
+// refresh fetches the JWKS, or waits for a fetch already under way. Unless
+// forced, it declines when the last fetch began under MinRefreshInterval ago.
+func (f *JWKSFetcher) refresh(force bool) error {
+	f.mu.Lock()
+	if c := f.inflight; c != nil {
+		f.mu.Unlock()
+		<-c.done
+		return c.err
+	}
+	now := f.opts.Now()
+	if !force && !f.last.IsZero() && now.Sub(f.last) < f.opts.MinRefreshInterval {
+		f.mu.Unlock()
+		return errRateLimited
+	}
+	c := &fetchCall{done: make(chan struct{})}
+	f.inflight, f.last = c, now
+	ctx := f.ctx
+	f.mu.Unlock()
+
+	c.err = f.fetch(ctx)
+
+	f.mu.Lock()
+	f.inflight = nil
+	f.mu.Unlock()
+	close(c.done)
+	return c.err
+}
+
+// fetch downloads and parses the JWKS and installs it on success.
+func (f *JWKSFetcher) fetch(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.opts.URL, nil)
+	if err != nil {
+		return fmt.Errorf("build jwks request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if f.opts.Header != nil {
+		f.opts.Header(req.Header)
+	}
+	resp, err := f.opts.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetch jwks: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fetch jwks: status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return fmt.Errorf("read jwks: %w", err)
+	}
+	if len(body) > maxJWKSBytes {
+		return fmt.Errorf("read jwks: larger than %d bytes", maxJWKSBytes)
+	}
+	set, err := ParseJWKS(body)
+	if err != nil {
+		return err
+	}
+	f.keys.Store(&set)
+	return nil
+}

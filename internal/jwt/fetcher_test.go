@@ -1,0 +1,227 @@
+package jwt
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// jwksServer serves a ring's JWKS and counts requests. Set fail to answer
+// 500, or gate to hold each request until the gate is closed.
+type jwksServer struct {
+	*httptest.Server
+	ring     *KeyRing
+	requests atomic.Int32
+	fail     atomic.Bool
+	body     atomic.Pointer[string] // overrides the JWKS when set
+	started  chan struct{}          // receives once per request when non-nil
+	gate     chan struct{}
+}
+
+func newJWKSServer(t *testing.T, ring *KeyRing) *jwksServer {
+	s := &jwksServer{ring: ring}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		if r.Header.Get("Authorization") != "Bearer node" {
+			http.Error(w, "no auth", http.StatusUnauthorized)
+			return
+		}
+		if s.started != nil {
+			s.started <- struct{}{}
+		}
+		if s.gate != nil {
+			<-s.gate
+		}
+		if s.fail.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		if b := s.body.Load(); b != nil {
+			w.Write([]byte(*b))
+			return
+		}
+		data, _ := ring.JWKS()
+		w.Write(data)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newTestFetcher(t *testing.T, srv *jwksServer, clock *fakeClock, opts FetcherOptions) *JWKSFetcher {
+	t.Helper()
+	opts.URL = srv.URL
+	opts.Client = srv.Client()
+	opts.Header = func(h http.Header) { h.Set("Authorization", "Bearer node") }
+	if clock != nil {
+		opts.Now = clock.Now
+	}
+	if opts.MinRefreshInterval == 0 {
+		opts.MinRefreshInterval = 10 * time.Second
+	}
+	f, err := NewJWKSFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestFetcherRefreshesOnUnknownKIDRateLimited(t *testing.T) {
+	clock := newClock()
+	ring := NewKeyRing(clock.Now())
+	srv := newJWKSServer(t, ring)
+	f := newTestFetcher(t, srv, clock, FetcherOptions{})
+	if f.Ready() {
+		t.Fatal("Ready before any fetch")
+	}
+	kid1 := ring.signingKey().id
+	if _, err := f.PublicKey(kid1); err != nil || !f.Ready() || srv.requests.Load() != 1 {
+		t.Fatalf("first lookup: %v, ready %v, %d requests", err, f.Ready(), srv.requests.Load())
+	}
+
+	kid2 := ring.Rotate(clock.Now())
+	clock.Advance(9 * time.Second)
+	for range 5 {
+		if _, err := f.PublicKey(kid2); !errors.Is(err, ErrUnknownKey) {
+			t.Fatalf("lookup inside MinRefreshInterval: %v, want ErrUnknownKey", err)
+		}
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Fatalf("%d requests inside MinRefreshInterval, want 1", n)
+	}
+
+	clock.Advance(time.Second)
+	if _, err := f.PublicKey(kid2); err != nil {
+		t.Fatalf("lookup after MinRefreshInterval: %v", err)
+	}
+	if _, err := f.PublicKey(kid1); err != nil {
+		t.Fatalf("old kid after refresh: %v", err)
+	}
+	for range 5 {
+		f.PublicKey("AAAAAAAAAAAAAAAA")
+	}
+	if n := srv.requests.Load(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+func TestFetcherSharesOneFetch(t *testing.T) {
+	clock := newClock()
+	ring := NewKeyRing(clock.Now())
+	srv := newJWKSServer(t, ring)
+	srv.started, srv.gate = make(chan struct{}, 1), make(chan struct{})
+	f := newTestFetcher(t, srv, clock, FetcherOptions{})
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range cap(errs) {
+		wg.Go(func() {
+			_, err := f.PublicKey(ring.signingKey().id)
+			errs <- err
+		})
+	}
+	<-srv.started
+	time.Sleep(20 * time.Millisecond) // let the other callers reach the wait
+	close(srv.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("caller sharing the fetch: %v", err)
+		}
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("%d requests for %d concurrent callers, want 1", n, cap(errs))
+	}
+}
+
+func TestFetcherKeepsKeysOnBadFetch(t *testing.T) {
+	clock := newClock()
+	ring := NewKeyRing(clock.Now())
+	srv := newJWKSServer(t, ring)
+	f := newTestFetcher(t, srv, clock, FetcherOptions{})
+	kid := ring.signingKey().id
+	if _, err := f.PublicKey(kid); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"keys":[],"pad":"` + strings.Repeat("x", maxJWKSBytes) + `"}`
+	for _, bad := range []func(){
+		func() { srv.fail.Store(true) },
+		func() { srv.fail.Store(false); s := `{"keys":[]}`; srv.body.Store(&s) },
+		func() { srv.body.Store(&huge) },
+	} {
+		bad()
+		clock.Advance(time.Minute)
+		_, err := f.PublicKey("AAAAAAAAAAAAAAAA")
+		if !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "refresh") {
+			t.Errorf("lookup with failing refresh: %v", err)
+		}
+		if _, err := f.PublicKey(kid); err != nil {
+			t.Errorf("known kid lost after a bad fetch: %v", err)
+		}
+	}
+}
+
+func TestFetcherStartLoadsAndRefreshes(t *testing.T) {
+	ring := NewKeyRing(time.Now())
+	srv := newJWKSServer(t, ring)
+	srv.fail.Store(true)
+	f := newTestFetcher(t, srv, nil, FetcherOptions{RefreshInterval: 20 * time.Millisecond, MinRefreshInterval: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+
+	waitFor(t, "failed first fetches", func() bool { return srv.requests.Load() >= 2 })
+	if f.Ready() {
+		t.Fatal("Ready while the server fails")
+	}
+	srv.fail.Store(false)
+	waitFor(t, "Ready", f.Ready)
+	kid := ring.Rotate(time.Now())
+	waitFor(t, "background refresh", func() bool {
+		_, ok := f.lookup(kid)
+		return ok
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start returned %v after cancel", err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestVerifierWithFetcher(t *testing.T) {
+	fx := newFixture(t, 0)
+	srv := newJWKSServer(t, fx.ring)
+	f := newTestFetcher(t, srv, fx.clock, FetcherOptions{})
+	v, err := NewVerifier(VerifierOptions{Keys: f, Issuer: testIssuer, Audience: testAudience, Now: fx.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := signed(t, fx)
+	if _, err := v.Verify(old); err != nil {
+		t.Fatalf("first token: %v", err)
+	}
+	fx.clock.Advance(time.Minute)
+	fx.ring.Rotate(fx.clock.Now())
+	fresh := signed(t, fx)
+	for name, tok := range map[string]string{"old": old, "fresh": fresh} {
+		if _, err := v.Verify(tok); err != nil {
+			t.Errorf("%s token after rotation: %v", name, err)
+		}
+	}
+}
