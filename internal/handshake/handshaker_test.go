@@ -1,0 +1,510 @@
+package handshake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of slog.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// harness is a Handshaker wired to a crafted log directory and a fake app.
+type harness struct {
+	t      *testing.T
+	h      *Handshaker
+	app    *fakeApp
+	logs   *podLogs
+	crier  *crier
+	logBuf *syncBuffer
+	token  string
+	cookie string // Set-Cookie value name=value the app sends
+	target Target
+}
+
+const testAddr = "10.1.2.3:3080"
+
+func newHarness(t *testing.T, mod func(*Options)) *harness {
+	t.Helper()
+	x := &harness{t: t, logs: newPodLogs(t), crier: newCrier(), logBuf: &syncBuffer{}}
+	x.token = testToken("launch " + t.Name())
+	x.cookie = "dsh-auth-3080=" + testToken("cookie "+t.Name())
+	x.logs.write("0.log", x.crier.out("booting"), x.crier.out(launchLine(x.token)), x.crier.out("ready"))
+	x.app = newFakeApp(t, x.token, x.cookie+"; Path=/; HttpOnly; SameSite=Lax")
+	o := Options{
+		LogRoot:    x.logs.root,
+		Dial:       x.app.dial,
+		Timeout:    2 * time.Second,
+		Logger:     slog.New(slog.NewJSONHandler(x.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Registerer: prometheus.NewRegistry(),
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	h, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	x.h = h
+	x.target = testTarget(testAddr)
+	return x
+}
+
+// restartApp simulates a container restart: a new <n>.log with a new
+// token that the app now accepts, and a new cookie.
+func (x *harness) restartApp(n string) {
+	x.token = testToken("restart " + n + x.t.Name())
+	x.cookie = "dsh-auth-3080=" + testToken("cookie restart "+n+x.t.Name())
+	x.logs.write(n+".log", x.crier.out(launchLine(x.token)))
+	x.app.set(x.token, x.cookie)
+}
+
+func (x *harness) mustCookie(t Target) string {
+	x.t.Helper()
+	c, err := x.h.Cookie(context.Background(), t)
+	if err != nil {
+		x.t.Fatalf("Cookie: %v", err)
+	}
+	return c
+}
+
+func (x *harness) wantExchanges(n int32) {
+	x.t.Helper()
+	if got := x.app.exchanges.Load(); got != n {
+		x.t.Errorf("app saw %d exchanges, want %d", got, n)
+	}
+}
+
+func counter(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
+
+func TestCookieExchange(t *testing.T) {
+	x := newHarness(t, nil)
+	x.app.set(x.token,
+		x.cookie+"; Path=/; HttpOnly",
+		"dsh-auth-csrf=abc123; Path=/",
+		"theme=dark; Path=/",             // not an auth cookie
+		"dsh-auth-old=; Max-Age=0",       // being deleted
+		"dsh-auth-bad=has space; Path=/", // invalid value
+	)
+	got := x.mustCookie(x.target)
+	if want := x.cookie + "; dsh-auth-csrf=abc123"; got != want {
+		t.Errorf("cookie = %q, want %q", got, want)
+	}
+	seen := x.app.lastSeen()
+	want := seenRequest{
+		uri:            "/?token=" + x.token,
+		host:           "gw.example.com",
+		forwardedFor:   "203.0.113.7",
+		forwardedProto: "https",
+		forwardedHost:  "gw.example.com",
+	}
+	if seen != want {
+		t.Errorf("app saw %+v\nwant %+v", seen, want)
+	}
+	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK)); v != 1 {
+		t.Errorf("ok handshakes = %v", v)
+	}
+	if v := counter(x.h.metrics.logBytesRead); v <= 0 {
+		t.Errorf("log bytes read = %v", v)
+	}
+}
+
+func TestCookieHostDefaultsToAddr(t *testing.T) {
+	x := newHarness(t, nil)
+	tg := x.target
+	tg.Host, tg.ForwardedFor, tg.ForwardedProto, tg.ForwardedHost = "", "", "", ""
+	x.mustCookie(tg)
+	if seen := x.app.lastSeen(); seen.host != testAddr || seen.forwardedFor != "" || seen.forwardedHost != "" {
+		t.Errorf("app saw %+v", seen)
+	}
+}
+
+func TestCookieCached(t *testing.T) {
+	x := newHarness(t, nil)
+	first := x.mustCookie(x.target)
+	second := x.mustCookie(x.target)
+	if first != second {
+		t.Errorf("cached cookie differs: %q vs %q", first, second)
+	}
+	x.wantExchanges(1)
+	if hits, misses := counter(x.h.metrics.cacheLookups.WithLabelValues("hit")), counter(x.h.metrics.cacheLookups.WithLabelValues("miss")); hits != 1 || misses != 1 {
+		t.Errorf("hits %v misses %v, want 1 and 1", hits, misses)
+	}
+
+	// The key is (user, pod UID, Host): other values do their own
+	// handshake.
+	other := x.target
+	other.Host = "other.example.com"
+	x.mustCookie(other)
+	other = x.target
+	other.User = "alice"
+	x.mustCookie(other)
+	x.wantExchanges(3)
+	// Forwarded headers are not part of the key.
+	other = x.target
+	other.ForwardedFor = "198.51.100.1"
+	x.mustCookie(other)
+	x.wantExchanges(3)
+}
+
+func TestCookieExpiry(t *testing.T) {
+	x := newHarness(t, nil)
+	now := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	x.h.now, x.h.ex.now = clock, clock
+	x.app.set(x.token, x.cookie+"; Max-Age=60")
+	x.mustCookie(x.target)
+	now = now.Add(29 * time.Second)
+	x.mustCookie(x.target)
+	x.wantExchanges(1)
+	now = now.Add(2 * time.Second) // within expirySkew of the end
+	x.mustCookie(x.target)
+	x.wantExchanges(2)
+}
+
+func TestRefresh(t *testing.T) {
+	x := newHarness(t, nil)
+	stale := x.mustCookie(x.target)
+	x.restartApp("1")
+
+	// The cached cookie is still served until the upstream's 401.
+	if got := x.mustCookie(x.target); got != stale {
+		t.Fatalf("cache changed before refresh")
+	}
+	fresh, err := x.h.Refresh(context.Background(), x.target, stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh != x.cookie {
+		t.Errorf("refreshed cookie %q, want %q", fresh, x.cookie)
+	}
+	x.wantExchanges(2)
+
+	// A second request that failed with the same stale cookie gets the
+	// new one without another handshake.
+	again, err := x.h.Refresh(context.Background(), x.target, stale)
+	if err != nil || again != fresh {
+		t.Errorf("second refresh: %q, %v", again, err)
+	}
+	x.wantExchanges(2)
+	if got := x.mustCookie(x.target); got != fresh {
+		t.Errorf("cache holds %q after refresh", got)
+	}
+	// An empty stale cookie always redoes the handshake.
+	if _, err := x.h.Refresh(context.Background(), x.target, ""); err != nil {
+		t.Fatal(err)
+	}
+	x.wantExchanges(3)
+}
+
+func TestForget(t *testing.T) {
+	x := newHarness(t, nil)
+	alice := x.target
+	alice.User = "alice"
+	x.mustCookie(x.target)
+	x.mustCookie(alice)
+	x.wantExchanges(2)
+
+	x.h.ForgetUser("alice")
+	x.mustCookie(x.target)
+	x.wantExchanges(2)
+	x.mustCookie(alice)
+	x.wantExchanges(3)
+
+	x.h.ForgetPod("ffffffff-ffff-4fff-8fff-ffffffffffff")
+	x.mustCookie(x.target)
+	x.mustCookie(alice)
+	x.wantExchanges(3)
+
+	x.h.ForgetPod(testUID)
+	x.mustCookie(x.target)
+	x.mustCookie(alice)
+	x.wantExchanges(5)
+}
+
+func TestForgetWinsOverFlight(t *testing.T) {
+	x := newHarness(t, nil)
+	entered, release := x.app.hold()
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.h.Cookie(context.Background(), x.target)
+		done <- err
+	}()
+	<-entered
+	x.h.ForgetPod(testUID) // the pod is deleted mid-handshake
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	x.app.mu.Lock()
+	x.app.gate = nil
+	x.app.mu.Unlock()
+	x.mustCookie(x.target)
+	x.wantExchanges(2) // the in-flight result was not cached
+}
+
+func TestSingleflight(t *testing.T) {
+	x := newHarness(t, nil)
+	entered, release := x.app.hold()
+	const n = 16
+	var wg sync.WaitGroup
+	results := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { results[i], errs[i] = x.h.Cookie(context.Background(), x.target) })
+	}
+	<-entered
+	// Let every caller miss the cache before the one exchange returns.
+	misses := x.h.metrics.cacheLookups.WithLabelValues("miss")
+	for deadline := time.Now().Add(5 * time.Second); counter(misses) < n && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || results[i] != x.cookie {
+			t.Fatalf("caller %d: %q, %v", i, results[i], errs[i])
+		}
+	}
+	x.wantExchanges(1)
+	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK)); v != 1 {
+		t.Errorf("%v handshakes, want 1", v)
+	}
+}
+
+func TestCallerContextEndsWait(t *testing.T) {
+	x := newHarness(t, nil)
+	entered, release := x.app.hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.h.Cookie(ctx, x.target)
+		done <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	// The shared handshake finishes for the others and is cached.
+	release()
+	x.h.Close()
+	if _, ok := x.h.cache.get(x.target.key(), time.Now()); !ok {
+		t.Error("handshake finished after its caller left was not cached")
+	}
+}
+
+func TestCookieErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(x *harness)
+		want  error
+	}{
+		{"no token in logs", func(x *harness) {
+			x.logs.write("1.log", x.crier.out("restarted, not listening yet"))
+		}, ErrNoToken},
+		{"no logs", func(x *harness) {
+			x.target.PodUID = "ffffffff-ffff-4fff-8fff-ffffffffffff"
+		}, ErrNoLogs},
+		{"invalid ref", func(x *harness) { x.target.Pod = "../../etc" }, ErrInvalidRef},
+		{"token rejected", func(x *harness) { x.app.set("another token", x.cookie) }, ErrExchange},
+		{"not a redirect", func(x *harness) { x.app.status = 200 }, ErrExchange},
+		{"no cookie", func(x *harness) { x.app.set(x.token) }, ErrNoCookie},
+		{"only other cookies", func(x *harness) { x.app.set(x.token, "session=1", "dsh-authx=2") }, ErrNoCookie},
+		{"cookie deleted", func(x *harness) { x.app.set(x.token, x.cookie+"; Max-Age=0") }, ErrNoCookie},
+		{"cookie expired", func(x *harness) {
+			x.app.set(x.token, x.cookie+"; Expires=Thu, 01 Jan 2015 00:00:00 GMT")
+		}, ErrNoCookie},
+		{"malformed response", func(x *harness) { x.app.raw = "HTTP/1.1 banana\r\nSet-Cookie: " + x.cookie + "\r\n\r\n" }, ErrExchange},
+		{"dial refused", func(x *harness) {
+			x.h.ex.client.Dial = func(string) (net.Conn, error) {
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+			}
+		}, ErrExchange},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newHarness(t, nil)
+			tc.setup(x)
+			_, err := x.h.Cookie(context.Background(), x.target)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			// Failures are not cached: the next call tries again.
+			before := x.app.exchanges.Load()
+			x.h.Cookie(context.Background(), x.target)
+			if tc.want == ErrExchange || tc.want == ErrNoCookie {
+				if x.app.exchanges.Load() == before && tc.name != "dial refused" {
+					t.Error("failed exchange was cached")
+				}
+			}
+			if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOf(tc.want))); v < 1 {
+				t.Errorf("no %s handshake counted", resultOf(tc.want))
+			}
+		})
+	}
+}
+
+func TestExchangeTimeout(t *testing.T) {
+	x := newHarness(t, func(o *Options) { o.Timeout = 100 * time.Millisecond })
+	_, release := x.app.hold()
+	defer release()
+	_, err := x.h.Cookie(context.Background(), x.target)
+	if !errors.Is(err, ErrExchange) || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("got %v, want a timed-out exchange", err)
+	}
+}
+
+func TestTokenRotatedOutOfCurrentFile(t *testing.T) {
+	x := newHarness(t, nil)
+	// Rotate: the launch line now lives in a compressed older file and the
+	// current file holds only later output.
+	x.logs.writeGzip("0.log.20260801-110000.gz", x.crier.out("booting"), x.crier.out(launchLine(x.token)))
+	var lines []string
+	for range 50 {
+		lines = append(lines, x.crier.out("GET /api/sessions 200"))
+	}
+	x.logs.write("0.log", lines...)
+	if got := x.mustCookie(x.target); got != x.cookie {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestSecretsNeverLogged runs successes and every kind of failure with a
+// Debug logger and checks that neither the launch token nor the upstream
+// cookie shows up in a log line or an error.
+func TestSecretsNeverLogged(t *testing.T) {
+	x := newHarness(t, nil)
+	secrets := func() []string {
+		_, value, _ := strings.Cut(x.cookie, "=")
+		return []string{x.token, value}
+	}
+	var all []string
+	var errs []error
+	check := func(_ string, err error) {
+		all = append(all, secrets()...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	check(x.h.Cookie(context.Background(), x.target))
+	check(x.h.Cookie(context.Background(), x.target))
+	check(x.h.Refresh(context.Background(), x.target, ""))
+
+	x.app.set("wrong", x.cookie) // token rejected
+	check(x.h.Refresh(context.Background(), x.target, ""))
+	x.app.set(x.token, x.cookie+"; Max-Age=0")
+	check(x.h.Refresh(context.Background(), x.target, ""))
+	x.app.raw = "HTTP/1.1 banana\r\nSet-Cookie: " + x.cookie + "\r\nX-Token: " + x.token + "\r\n\r\n"
+	check(x.h.Refresh(context.Background(), x.target, ""))
+	x.app.raw = "HTTP/1.1 303 See Other\r\nSet-Cookie: " + x.cookie + "\r\nbroken\r\n\r\n"
+	check(x.h.Refresh(context.Background(), x.target, ""))
+	x.app.raw = ""
+	x.restartApp("1")
+	check(x.h.Refresh(context.Background(), x.target, ""))
+
+	if len(errs) < 3 {
+		t.Fatalf("only %d failures exercised", len(errs))
+	}
+	out := x.logBuf.String()
+	if !strings.Contains(out, `"msg":"handshake done"`) || !strings.Contains(out, `"msg":"handshake failed"`) {
+		t.Fatalf("expected both success and failure logs, got:\n%s", out)
+	}
+	for _, s := range all {
+		if strings.Contains(out, s) {
+			t.Errorf("secret %.8s... appears in the log:\n%s", s, out)
+		}
+		for _, err := range errs {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("secret %.8s... appears in error %q", s, err)
+			}
+		}
+	}
+}
+
+func TestClose(t *testing.T) {
+	x := newHarness(t, nil)
+	x.mustCookie(x.target)
+	if err := x.h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.h.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := x.h.Cookie(context.Background(), x.target); !errors.Is(err, ErrClosed) {
+		t.Errorf("Cookie after Close: %v", err)
+	}
+	if _, err := x.h.Refresh(context.Background(), x.target, ""); !errors.Is(err, ErrClosed) {
+		t.Errorf("Refresh after Close: %v", err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Fatalf("zero options: %v", err)
+	}
+	bad := Options{
+		LogRoot:      "relative/path",
+		TailLines:    -1,
+		MaxFileBytes: -1,
+		TokenPattern: "no group",
+		CookiePrefix: "bad prefix",
+		Timeout:      -time.Second,
+		CacheSize:    -1,
+	}
+	err := bad.Validate()
+	if err == nil {
+		t.Fatal("bad options accepted")
+	}
+	for _, want := range []string{"log root", "tail lines", "max file bytes", "capturing group", "cookie prefix", "timeout", "cache size"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not report %q", err, want)
+		}
+	}
+	if bad.TailLines != -1 || bad.LogRoot != "relative/path" {
+		t.Error("Validate changed its receiver")
+	}
+	if _, err := New(bad); err == nil {
+		t.Error("New accepted bad options")
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(Options{LogRoot: "/nonexistent/sandgate/logs"}); err == nil {
+		t.Error("missing log root accepted")
+	}
+	reg := prometheus.NewRegistry()
+	h, err := New(Options{LogRoot: t.TempDir(), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := New(Options{LogRoot: t.TempDir(), Registerer: reg}); err == nil {
+		t.Error("second registration on one registry accepted")
+	}
+}

@@ -1,0 +1,359 @@
+package handshake
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func readLines(t *testing.T, r *logReader) (readResult, []string) {
+	t.Helper()
+	res, err := r.read(context.Background(), testRef())
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return res, lineStrings(res.lines)
+}
+
+func TestReaderPartialRecordsBothStreams(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	p.write("0.log",
+		c.out("starting"),
+		c.rec("stdout", "P", "dsh web: listening on "),
+		c.rec("stderr", "P", "warning: "),
+		c.rec("stdout", "P", "http://0.0.0.0:3080/"),
+		c.rec("stderr", "F", "slow disk"),
+		"garbage that is not a CRI line\n",
+		c.rec("stdout", "F", "?token=abc"),
+		c.rec("stderr", "F", "last"),
+	)
+	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	want := []string{"last", "dsh web: listening on http://0.0.0.0:3080/?token=abc", "warning: slow disk", "starting"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestReaderRotationMidLine(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	tok := testToken("rotation")
+	line := launchLine(tok)
+	p.write("0.log.20260801-110000",
+		c.out("old"),
+		c.rec("stdout", "P", line[:20]),
+		c.rec("stdout", "P", line[20:40]),
+	)
+	p.write("0.log",
+		c.rec("stdout", "F", line[40:]),
+		c.out("new"),
+	)
+	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	want := []string{"new", line, "old"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestReaderRotatedAndCompressedNewestFirst(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	p.writeGzip("0.log.20260801-090000.gz", c.out("gz1"), c.out("gz2"))
+	p.writeGzip("0.log.20260801-100000.gz", c.out("gz3"))
+	p.write("0.log.20260801-110000", c.out("plain1"), c.out("plain2"))
+	p.write("0.log", c.out("current1"), c.out("current2"))
+	// Noise the reader must ignore.
+	p.write("0.log.20260801-110000.tmp", c.out("tmp"))
+	p.write("notes.txt", c.out("notes"))
+
+	res, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	want := []string{"current2", "current1", "plain2", "plain1", "gz3", "gz2", "gz1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if res.files != 4 {
+		t.Errorf("opened %d files, want 4", res.files)
+	}
+}
+
+func TestReaderCompressionTwinReadOnce(t *testing.T) {
+	// While the kubelet compresses, a rotated file exists plain and as .gz.
+	p := newPodLogs(t)
+	c := newCrier()
+	rotated := c.out("rotated")
+	p.write("0.log.20260801-110000", rotated)
+	p.writeGzip("0.log.20260801-110000.gz", rotated)
+	p.write("0.log", c.out("current"))
+	res, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	if want := []string{"current", "rotated"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if res.files != 2 {
+		t.Errorf("opened %d files, want 2", res.files)
+	}
+}
+
+func TestReaderRestartWins(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	p.write("0.log", c.out(launchLine(testToken("first container"))))
+	p.write("0.log.20260801-110000", c.out("older first container"))
+	p.write("1.log", c.out("second container"))
+	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	if want := []string{"second container"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q: an older restart's lines were read", got, want)
+	}
+}
+
+func TestReaderRestartRotatedOnly(t *testing.T) {
+	// Between rotation and the runtime reopening, only rotated files of
+	// the newest restart may exist.
+	p := newPodLogs(t)
+	c := newCrier()
+	p.write("0.log", c.out("first container"))
+	p.write("2.log.20260801-110000", c.out("third container"))
+	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
+	if want := []string{"third container"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestReaderLineBudget(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	p.write("0.log.20260801-100000", c.out("never read"))
+	p.write("0.log.20260801-110000", c.out("r1"), c.out("r2"), c.out("r3"))
+	p.write("0.log", c.out("c1"), c.out("c2"))
+	res, got := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 3, maxFileBytes: 1 << 20, maxTotalBytes: 1 << 20, maxGzipBytes: 1 << 20}))
+	if want := []string{"c2", "c1", "r3"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if res.files != 2 {
+		t.Errorf("opened %d files, want 2", res.files)
+	}
+}
+
+func TestReaderTotalByteBudget(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	filler := strings.Repeat("x", 200)
+	var lines []string
+	for range 10 {
+		lines = append(lines, c.out(filler))
+	}
+	p.write("0.log.20260801-100000", c.out("too old"))
+	p.write("0.log.20260801-110000", lines...)
+	p.write("0.log", lines...)
+	res, _ := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 1000, maxFileBytes: 1500, maxTotalBytes: 2500, maxGzipBytes: 1 << 20}))
+	if res.bytesRead > 2500 {
+		t.Errorf("read %d bytes, total cap 2500", res.bytesRead)
+	}
+	if res.files != 2 {
+		t.Errorf("opened %d files, want 2", res.files)
+	}
+}
+
+func TestReaderGzipTooLargeStopsThere(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	var big []string
+	for range 100 {
+		big = append(big, c.out(strings.Repeat("y", 100)))
+	}
+	p.writeGzip("0.log.20260801-100000.gz", c.out("behind the bomb"))
+	p.writeGzip("0.log.20260801-110000.gz", big...)
+	p.write("0.log", c.out("current"))
+	_, got := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 1000, maxFileBytes: 1 << 20, maxTotalBytes: 1 << 20, maxGzipBytes: 4096}))
+	if want := []string{"current"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestReaderNoLogs(t *testing.T) {
+	t.Run("no pod dir", func(t *testing.T) {
+		r := newTestReader(t, t.TempDir(), readerLimits{})
+		if _, err := r.read(context.Background(), testRef()); !errors.Is(err, ErrNoLogs) {
+			t.Fatalf("got %v, want ErrNoLogs", err)
+		}
+	})
+	t.Run("no container dir", func(t *testing.T) {
+		p := newPodLogs(t)
+		ref := testRef()
+		ref.container = "other"
+		if _, err := newTestReader(t, p.root, readerLimits{}).read(context.Background(), ref); !errors.Is(err, ErrNoLogs) {
+			t.Fatalf("got %v, want ErrNoLogs", err)
+		}
+	})
+	t.Run("no files", func(t *testing.T) {
+		p := newPodLogs(t)
+		p.write("0.log.tmp", "x\n")
+		if _, err := newTestReader(t, p.root, readerLimits{}).read(context.Background(), testRef()); !errors.Is(err, ErrNoLogs) {
+			t.Fatalf("got %v, want ErrNoLogs", err)
+		}
+	})
+}
+
+func TestReaderInvalidRef(t *testing.T) {
+	p := newPodLogs(t)
+	r := newTestReader(t, p.root, readerLimits{})
+	for _, ref := range []logRef{
+		{namespace: "..", pod: testPod, uid: testUID, container: testContainer},
+		{namespace: testNS, pod: "../" + testPod, uid: testUID, container: testContainer},
+		{namespace: testNS, pod: testPod, uid: "../../etc", container: testContainer},
+		{namespace: testNS, pod: testPod, uid: testUID, container: "../" + testContainer},
+		{namespace: testNS, pod: testPod, uid: testUID, container: "."},
+	} {
+		if _, err := r.read(context.Background(), ref); !errors.Is(err, ErrInvalidRef) {
+			t.Errorf("%+v: got %v, want ErrInvalidRef", ref, err)
+		}
+	}
+}
+
+func TestReaderRefusesUnsafePaths(t *testing.T) {
+	c := newCrier()
+	secret := c.out(launchLine(testToken("outside")))
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "0.log"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	podDir := testNS + "_" + testPod + "_" + testUID
+
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, root string)
+	}{
+		{"pod dir symlink outside root", func(t *testing.T, root string) {
+			os.MkdirAll(filepath.Join(outside, testContainer), 0o755)
+			os.WriteFile(filepath.Join(outside, testContainer, "0.log"), []byte(secret), 0o644)
+			mustSymlink(t, outside, filepath.Join(root, podDir))
+		}},
+		{"pod dir symlink inside root", func(t *testing.T, root string) {
+			other := filepath.Join(root, "tenants_other_"+testUID)
+			os.MkdirAll(filepath.Join(other, testContainer), 0o755)
+			os.WriteFile(filepath.Join(other, testContainer, "0.log"), []byte(secret), 0o644)
+			mustSymlink(t, "tenants_other_"+testUID, filepath.Join(root, podDir))
+		}},
+		{"container dir symlink", func(t *testing.T, root string) {
+			os.MkdirAll(filepath.Join(root, podDir), 0o755)
+			mustSymlink(t, outside, filepath.Join(root, podDir, testContainer))
+		}},
+		{"container dir relative escape", func(t *testing.T, root string) {
+			os.MkdirAll(filepath.Join(root, podDir), 0o755)
+			mustSymlink(t, "../../../../../../../../"+outside, filepath.Join(root, podDir, testContainer))
+		}},
+		{"current log symlink outside", func(t *testing.T, root string) {
+			dir := filepath.Join(root, podDir, testContainer)
+			os.MkdirAll(dir, 0o755)
+			mustSymlink(t, filepath.Join(outside, "0.log"), filepath.Join(dir, "0.log"))
+		}},
+		{"rotated log symlink", func(t *testing.T, root string) {
+			dir := filepath.Join(root, podDir, testContainer)
+			os.MkdirAll(dir, 0o755)
+			os.WriteFile(filepath.Join(dir, "0.log"), []byte(c.out("current")), 0o644)
+			mustSymlink(t, filepath.Join(outside, "0.log"), filepath.Join(dir, "0.log.20260801-110000"))
+		}},
+		{"compressed log symlink", func(t *testing.T, root string) {
+			dir := filepath.Join(root, podDir, testContainer)
+			os.MkdirAll(dir, 0o755)
+			mustSymlink(t, "/etc/hostname", filepath.Join(dir, "0.log.20260801-110000.gz"))
+		}},
+		{"log is a directory", func(t *testing.T, root string) {
+			os.MkdirAll(filepath.Join(root, podDir, testContainer, "0.log"), 0o755)
+		}},
+		{"log is a fifo", func(t *testing.T, root string) {
+			dir := filepath.Join(root, podDir, testContainer)
+			os.MkdirAll(dir, 0o755)
+			if err := syscall.Mkfifo(filepath.Join(dir, "0.log"), 0o644); err != nil {
+				t.Skip("mkfifo:", err)
+			}
+		}},
+		{"container dir is a file", func(t *testing.T, root string) {
+			os.MkdirAll(filepath.Join(root, podDir), 0o755)
+			os.WriteFile(filepath.Join(root, podDir, testContainer), []byte(secret), 0o644)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			tc.setup(t, root)
+			res, err := newTestReader(t, root, readerLimits{}).read(context.Background(), testRef())
+			if !errors.Is(err, ErrUnsafePath) {
+				t.Fatalf("got %v (lines %q), want ErrUnsafePath", err, res.lines)
+			}
+			if len(res.lines) != 0 {
+				t.Fatalf("lines returned with an error: %q", res.lines)
+			}
+		})
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReaderHugeSparseFile reads the token at the end of a 2 GiB log with
+// only a bounded tail read and bounded allocation. It asserts bytes, not
+// time.
+func TestReaderHugeSparseFile(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	tok := testToken("huge")
+	tail := c.out("noise before") + c.out(launchLine(tok)) + c.out("after")
+	path := filepath.Join(p.dir, "0.log")
+	const size = 2 << 30
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		t.Skip("sparse file:", err)
+	}
+	if _, err := f.WriteAt([]byte(tail), size-int64(len(tail))); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	const fileCap = 256 << 10
+	r := newTestReader(t, p.root, readerLimits{maxLines: 1000, maxFileBytes: fileCap, maxTotalBytes: 1 << 20, maxGzipBytes: 1 << 20})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := r.read(context.Background(), testRef())
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := defaultMatcher(t).find(res.lines); !ok || got != tok {
+		t.Fatalf("token %q found %v", got, ok)
+	}
+	if res.bytesRead > fileCap {
+		t.Errorf("read %d bytes of a 2 GiB file, cap %d", res.bytesRead, fileCap)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*fileCap {
+		t.Errorf("allocated %d bytes reading a %d-byte tail", alloc, fileCap)
+	}
+}
+
+func TestReaderContextCanceled(t *testing.T) {
+	p := newPodLogs(t)
+	p.write("0.log", newCrier().out("x"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := newTestReader(t, p.root, readerLimits{}).read(ctx, testRef()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
