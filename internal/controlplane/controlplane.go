@@ -1,0 +1,236 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Options configure a control plane.
+type Options struct {
+	Binaries Binaries
+	// ParentDir holds the control plane's temporary directory; "" means the
+	// system temp dir.
+	ParentDir string
+	// CRDDir holds CRD manifests to install; "" installs none.
+	CRDDir string
+	// StartTimeout bounds how long etcd and kube-apiserver may take to be ready.
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// ServiceAccountIssuer is the issuer of the tokens the API server signs.
+const ServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// ControlPlane is a running etcd + kube-apiserver pair.
+type ControlPlane struct {
+	opts      Options
+	dir       string
+	pki       *pki
+	etcd      *process
+	apiserver *process
+	apiArgs   []string
+	apiPort   int
+	url       string
+	log       *slog.Logger
+}
+
+// Start brings up etcd and kube-apiserver and installs the CRDs. The caller
+// must call Stop, which also removes the temporary directory.
+func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	dir, err := os.MkdirTemp(opts.ParentDir, "sandgate-controlplane-")
+	if err != nil {
+		return nil, fmt.Errorf("create control-plane dir: %w", err)
+	}
+	cp := &ControlPlane{opts: opts, dir: dir, log: opts.Logger.With("component", "controlplane")}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+		}
+	}()
+	if cp.pki, err = newPKI(dir); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := cp.startEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if err := cp.StartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	if opts.CRDDir != "" {
+		if err := cp.installCRDs(ctx, opts.CRDDir); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+// Dir is the control plane's temporary directory; every child process
+// carries it on its command line.
+func (c *ControlPlane) Dir() string { return c.dir }
+
+// URL is the API server's https address.
+func (c *ControlPlane) URL() string { return c.url }
+
+func (c *ControlPlane) startEtcd(ctx context.Context) error {
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	c.etcd, err = startProcess("etcd", c.dir, c.opts.Binaries.Etcd,
+		"--name=default",
+		"--data-dir="+filepath.Join(c.dir, "etcd"),
+		"--listen-client-urls="+client,
+		"--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer,
+		"--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=default="+peer,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return err
+	}
+	c.apiArgs = []string{"--etcd-servers=" + client}
+	return c.waitHTTP(ctx, c.etcd, client+"/health", nil)
+}
+
+// StartAPIServer starts kube-apiserver, or restarts it after StopAPIServer
+// on the same port, and waits until it is ready.
+func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if c.apiPort == 0 {
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		c.apiPort = ports[0]
+		c.url = "https://127.0.0.1:" + strconv.Itoa(c.apiPort)
+	}
+	args := append([]string{}, c.apiArgs...)
+	args = append(args,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.apiPort),
+		"--cert-dir="+filepath.Join(c.dir, "certs"),
+		"--tls-cert-file="+c.pki.servingCertPath,
+		"--tls-private-key-file="+c.pki.servingKeyPath,
+		"--client-ca-file="+c.pki.caPath,
+		"--service-account-issuer="+ServiceAccountIssuer,
+		"--service-account-key-file="+c.pki.saPubPath,
+		"--service-account-signing-key-file="+c.pki.saKeyPath,
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.96.0.0/24",
+		// No controller-manager runs, so nothing creates each namespace's
+		// default ServiceAccount that this plugin would demand of pods.
+		"--disable-admission-plugins=ServiceAccount",
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	)
+	var err error
+	if c.apiserver, err = startProcess("kube-apiserver", c.dir, c.opts.Binaries.KubeAPIServer, args...); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.AdminConfig())
+	if err != nil {
+		return fmt.Errorf("build admin client: %w", err)
+	}
+	return c.waitHTTP(ctx, c.apiserver, "", func(ctx context.Context) error {
+		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+// StopAPIServer stops kube-apiserver and leaves etcd running, to test how
+// clients ride out an API server outage.
+func (c *ControlPlane) StopAPIServer() error {
+	if c.apiserver == nil {
+		return nil
+	}
+	return c.apiserver.stop(10 * time.Second)
+}
+
+// waitHTTP polls url (or probe) until it answers, failing early with the
+// process log when the process exits.
+func (c *ControlPlane) waitHTTP(ctx context.Context, p *process, url string, probe func(context.Context) error) error {
+	if probe == nil {
+		probe = func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", resp.StatusCode)
+			}
+			return nil
+		}
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lastErr := probe(ctx)
+		if lastErr == nil {
+			c.log.Info("ready", "process", p.name)
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited during start: %s", p.name, p.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w (last error: %v) log: %s", p.name, ctx.Err(), lastErr, p.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop ends kube-apiserver and etcd and removes the temporary directory.
+func (c *ControlPlane) Stop() error {
+	var errs []error
+	for _, p := range []*process{c.apiserver, c.etcd} {
+		if p != nil {
+			errs = append(errs, p.stop(10*time.Second))
+		}
+	}
+	errs = append(errs, os.RemoveAll(c.dir))
+	return errors.Join(errs...)
+}
+
+// AdminConfig returns a cluster-admin client config (a client certificate in
+// group system:masters).
+func (c *ControlPlane) AdminConfig() *rest.Config {
+	return &rest.Config{
+		Host:            c.url,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caCert, CertData: c.pki.adminCert, KeyData: c.pki.adminKey},
+		QPS:             200,
+		Burst:           400,
+	}
+}
+
+// AnonymousConfig returns a config with the server's CA and no credentials.
+func (c *ControlPlane) AnonymousConfig() *rest.Config {
+	return &rest.Config{Host: c.url, TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caCert}}
+}

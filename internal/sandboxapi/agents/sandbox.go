@@ -1,0 +1,114 @@
+package agents
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// OperatingMode says whether a Sandbox should have a running pod.
+// +kubebuilder:validation:Enum=Running;Suspended
+type OperatingMode string
+
+// Operating modes of a Sandbox.
+const (
+	OperatingModeRunning   OperatingMode = "Running"
+	OperatingModeSuspended OperatingMode = "Suspended"
+)
+
+// ShutdownPolicy says what happens to a Sandbox when its shutdown time passes.
+// +kubebuilder:validation:Enum=Delete;DeleteForeground;Retain
+type ShutdownPolicy string
+
+// Shutdown policies shared by Sandbox and SandboxClaim lifecycles.
+const (
+	ShutdownPolicyDelete           ShutdownPolicy = "Delete"
+	ShutdownPolicyDeleteForeground ShutdownPolicy = "DeleteForeground"
+	ShutdownPolicyRetain           ShutdownPolicy = "Retain"
+)
+
+// PodMetadata is the subset of object metadata a pod template may carry.
+type PodMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// PodTemplate describes the pod a Sandbox runs.
+type PodTemplate struct {
+	// +optional
+	Metadata PodMetadata    `json:"metadata,omitempty"`
+	Spec     corev1.PodSpec `json:"spec"`
+}
+
+// PersistentVolumeClaimTemplate describes a volume claim created for a Sandbox.
+type PersistentVolumeClaimTemplate struct {
+	// +optional
+	Metadata PodMetadata                      `json:"metadata,omitempty"`
+	Spec     corev1.PersistentVolumeClaimSpec `json:"spec"`
+}
+
+// SandboxSpec is the desired state of a Sandbox.
+type SandboxSpec struct {
+	// OperatingMode is the one field the platform patches: Suspended deletes
+	// the pod and keeps volumes and Service, Running brings a pod back.
+	// +kubebuilder:default=Running
+	// +optional
+	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
+	PodTemplate   PodTemplate   `json:"podTemplate"`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaimTemplates is immutable"
+	// +optional
+	VolumeClaimTemplates []PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
+	// +optional
+	Service *bool `json:"service,omitempty"`
+	// +optional
+	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+	// +optional
+	ShutdownPolicy ShutdownPolicy `json:"shutdownPolicy,omitempty"`
+}
+
+// SandboxStatus is the observed state of a Sandbox.
+type SandboxStatus struct {
+	// +optional
+	ServiceFQDN string `json:"serviceFQDN,omitempty"`
+	// +optional
+	Service string `json:"service,omitempty"`
+	// PodIPs and NodeName keep their old values while a pod terminates:
+	// route only when the Ready condition is True.
+	// +optional
+	PodIPs []string `json:"podIPs,omitempty"`
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Sandbox is one isolated workload: a pod, its volumes and a headless Service.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=sandboxes,scope=Namespaced
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.operatingMode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeName`
+type Sandbox struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec SandboxSpec `json:"spec"`
+	// +optional
+	Status SandboxStatus `json:"status,omitempty"`
+}
+
+// SandboxList is a list of Sandboxes.
+//
+// +kubebuilder:object:root=true
+type SandboxList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sandbox `json:"items"`
+}

@@ -1,0 +1,103 @@
+package sandboxapi
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/gentype"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// NewScheme returns a scheme with the built-in Kubernetes types and the
+// agent-sandbox types.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, agents.AddToScheme, extensions.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Client reaches the agent-sandbox resources of one API server.
+type Client struct {
+	agents     rest.Interface
+	extensions rest.Interface
+	params     runtime.ParameterCodec
+}
+
+// Typed clients for each kind.
+type (
+	SandboxClient         = gentype.ClientWithList[*agents.Sandbox, *agents.SandboxList]
+	SandboxClaimClient    = gentype.ClientWithList[*extensions.SandboxClaim, *extensions.SandboxClaimList]
+	SandboxWarmPoolClient = gentype.ClientWithList[*extensions.SandboxWarmPool, *extensions.SandboxWarmPoolList]
+	SandboxTemplateClient = gentype.ClientWithList[*extensions.SandboxTemplate, *extensions.SandboxTemplateList]
+)
+
+// NewForConfig builds a Client from a REST config.
+func NewForConfig(cfg *rest.Config) (*Client, error) {
+	s, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	codecs := serializer.NewCodecFactory(s)
+	build := func(gv schema.GroupVersion) (rest.Interface, error) {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &gv
+		c.APIPath = "/apis"
+		c.ContentType = runtime.ContentTypeJSON
+		c.NegotiatedSerializer = codecs.WithoutConversion()
+		if c.UserAgent == "" {
+			c.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		rc, err := rest.RESTClientFor(c)
+		if err != nil {
+			return nil, fmt.Errorf("build REST client for %s: %w", gv, err)
+		}
+		return rc, nil
+	}
+	ac, err := build(agents.GroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	ec, err := build(extensions.GroupVersion)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{agents: ac, extensions: ec, params: runtime.NewParameterCodec(s)}, nil
+}
+
+// Sandboxes returns a client for Sandboxes in namespace.
+func (c *Client) Sandboxes(namespace string) *SandboxClient {
+	return gentype.NewClientWithList("sandboxes", c.agents, c.params, namespace,
+		func() *agents.Sandbox { return &agents.Sandbox{} },
+		func() *agents.SandboxList { return &agents.SandboxList{} })
+}
+
+// SandboxClaims returns a client for SandboxClaims in namespace.
+func (c *Client) SandboxClaims(namespace string) *SandboxClaimClient {
+	return gentype.NewClientWithList("sandboxclaims", c.extensions, c.params, namespace,
+		func() *extensions.SandboxClaim { return &extensions.SandboxClaim{} },
+		func() *extensions.SandboxClaimList { return &extensions.SandboxClaimList{} })
+}
+
+// SandboxWarmPools returns a client for SandboxWarmPools in namespace.
+func (c *Client) SandboxWarmPools(namespace string) *SandboxWarmPoolClient {
+	return gentype.NewClientWithList("sandboxwarmpools", c.extensions, c.params, namespace,
+		func() *extensions.SandboxWarmPool { return &extensions.SandboxWarmPool{} },
+		func() *extensions.SandboxWarmPoolList { return &extensions.SandboxWarmPoolList{} })
+}
+
+// SandboxTemplates returns a client for SandboxTemplates in namespace.
+func (c *Client) SandboxTemplates(namespace string) *SandboxTemplateClient {
+	return gentype.NewClientWithList("sandboxtemplates", c.extensions, c.params, namespace,
+		func() *extensions.SandboxTemplate { return &extensions.SandboxTemplate{} },
+		func() *extensions.SandboxTemplateList { return &extensions.SandboxTemplateList{} })
+}

@@ -1,0 +1,26 @@
+package extensions
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupVersion is the API group and version of the types in this package.
+var GroupVersion = schema.GroupVersion{Group: "extensions.agents.x-k8s.io", Version: "v1beta1"}
+
+// Resource returns the group-qualified resource for a plural name such as "sandboxclaims".
+func Resource(plural string) schema.GroupResource {
+	return GroupVersion.WithResource(plural).GroupResource()
+}
+
+// AddToScheme registers the types of this package with a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&SandboxClaim{}, &SandboxClaimList{},
+		&SandboxWarmPool{}, &SandboxWarmPoolList{},
+		&SandboxTemplate{}, &SandboxTemplateList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

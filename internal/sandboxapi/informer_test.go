@@ -1,0 +1,67 @@
+package sandboxapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+func TestInformerSeesCreateUpdateDelete(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).SandboxClaims(ns)
+	events := make(chan string, 10)
+	inf := sandboxapi.NewInformer(client, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { events <- "add " + obj.(*extensions.SandboxClaim).Spec.WarmPoolRef.Name },
+		UpdateFunc: func(_, obj any) {
+			events <- "update " + obj.(*extensions.SandboxClaim).Spec.WarmPoolRef.Name
+		},
+		DeleteFunc: func(obj any) {
+			if c, ok := obj.(*extensions.SandboxClaim); ok {
+				events <- "delete " + c.Name
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	go inf.RunWithContext(t.Context())
+	syncCtx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-events:
+			if got != want {
+				t.Fatalf("event %q, want %q", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event, want %q", want)
+		}
+	}
+	claim, err := client.Create(t.Context(), &extensions.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "p1"}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect("add p1")
+	claim.Spec.WarmPoolRef.Name = "p2"
+	if _, err := client.Update(t.Context(), claim, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("update p2")
+	if err := client.Delete(t.Context(), "c", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("delete c")
+}

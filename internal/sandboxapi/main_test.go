@@ -1,0 +1,13 @@
+package sandboxapi_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/controlplane"
+)
+
+var cluster *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }

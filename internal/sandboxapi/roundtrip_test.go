@@ -1,0 +1,260 @@
+package sandboxapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+func newClient(t *testing.T) *sandboxapi.Client {
+	t.Helper()
+	c, err := sandboxapi.NewForConfig(cluster.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func podTemplate() agents.PodTemplate {
+	return agents.PodTemplate{
+		Metadata: agents.PodMetadata{Labels: map[string]string{"app": "dsh"}, Annotations: map[string]string{"a": "b"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "dsh", Image: "example/dsh:1",
+			Env: []corev1.EnvVar{{Name: "HOME", Value: "/workspace"}},
+		}}},
+	}
+}
+
+func volumeTemplates() []agents.PersistentVolumeClaimTemplate {
+	return []agents.PersistentVolumeClaimTemplate{{
+		Metadata: agents.PodMetadata{Labels: map[string]string{"v": "1"}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}}
+}
+
+// now returns a time the API server stores without loss (whole seconds).
+func now() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
+
+func condition(typ, reason string, status metav1.ConditionStatus) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "m", LastTransitionTime: now(), ObservedGeneration: 1}
+}
+
+func TestSandboxRoundTrip(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).Sandboxes(ns)
+	shutdown := now()
+	in := &agents.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: "sb", Annotations: map[string]string{agents.AnnotationPodName: "sb"}},
+		Spec: agents.SandboxSpec{
+			OperatingMode:        agents.OperatingModeSuspended,
+			PodTemplate:          podTemplate(),
+			VolumeClaimTemplates: volumeTemplates(),
+			Service:              ptr.To(true),
+			ShutdownTime:         &shutdown,
+			ShutdownPolicy:       agents.ShutdownPolicyRetain,
+		},
+	}
+	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	created.Status = agents.SandboxStatus{
+		ServiceFQDN: "sb.ns.svc.cluster.local", Service: "sb", PodIPs: []string{"127.1.0.2"},
+		NodeName: "node-a", Selector: agents.LabelSandboxNameHash + "=abc",
+		Conditions: []metav1.Condition{
+			condition(agents.ConditionReady, agents.ReasonDependenciesReady, metav1.ConditionTrue),
+			condition(agents.ConditionSuspended, agents.ReasonNotSuspended, metav1.ConditionFalse),
+		},
+	}
+	updated, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update status: %v", err)
+	}
+	got, err := client.Get(t.Context(), "sb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
+		t.Errorf("spec changed in the round trip (-sent +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(updated.Status, got.Status); diff != "" {
+		t.Errorf("status changed in the round trip (-sent +got):\n%s", diff)
+	}
+	if got.Annotations[agents.AnnotationPodName] != "sb" {
+		t.Errorf("annotation lost: %v", got.Annotations)
+	}
+}
+
+func TestSandboxDefaultsAndImmutableVolumes(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).Sandboxes(ns)
+	sb, err := client.Create(t.Context(), &agents.Sandbox{
+		ObjectMeta: metav1.ObjectMeta{Name: "sb"},
+		Spec:       agents.SandboxSpec{PodTemplate: podTemplate(), VolumeClaimTemplates: volumeTemplates()},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if sb.Spec.OperatingMode != agents.OperatingModeRunning {
+		t.Errorf("operatingMode defaults to %q, want Running", sb.Spec.OperatingMode)
+	}
+	sb.Spec.VolumeClaimTemplates[0].Metadata.Labels["v"] = "2"
+	if _, err := client.Update(t.Context(), sb, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("changing volumeClaimTemplates: got %v, want Invalid", err)
+	}
+}
+
+func TestClaimRoundTrip(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).SandboxClaims(ns)
+	shutdown := now()
+	in := &extensions.SandboxClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "dsh-bob", Annotations: map[string]string{extensions.AnnotationSandboxName: "pool-x"}},
+		Spec: extensions.SandboxClaimSpec{
+			WarmPoolRef: extensions.WarmPoolRef{Name: "pool"},
+			AdditionalPodMetadata: agents.PodMetadata{
+				Labels:      map[string]string{extensions.UserLabelDomain + "/user": "bob"},
+				Annotations: map[string]string{"note": "x"},
+			},
+			Lifecycle: &extensions.Lifecycle{
+				ShutdownTime: &shutdown, TTLSecondsAfterFinished: ptr.To[int32](60),
+				ShutdownPolicy: agents.ShutdownPolicyDeleteForeground,
+			},
+			Env:                  []corev1.EnvVar{{Name: "K", Value: "V"}},
+			VolumeClaimTemplates: volumeTemplates(),
+		},
+	}
+	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	created.Status = extensions.SandboxClaimStatus{
+		Sandbox:    extensions.ClaimedSandbox{Name: "pool-x", PodIPs: []string{"127.1.0.3"}},
+		Conditions: []metav1.Condition{condition(agents.ConditionReady, extensions.ReasonWarmPoolNotFound, metav1.ConditionFalse)},
+	}
+	updated, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("update status: %v", err)
+	}
+	got, err := client.Get(t.Context(), in.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
+		t.Errorf("spec changed (-sent +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(updated.Status, got.Status); diff != "" {
+		t.Errorf("status changed (-sent +got):\n%s", diff)
+	}
+}
+
+func TestClaimWithoutWarmPoolRefIsRejected(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).SandboxClaims(ns)
+	for name, spec := range map[string]extensions.SandboxClaimSpec{
+		"missing":    {},
+		"empty name": {WarmPoolRef: extensions.WarmPoolRef{Name: ""}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := client.Create(t.Context(), &extensions.SandboxClaim{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "c-"}, Spec: spec,
+			}, metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want an Invalid error from server-side validation", err)
+			}
+		})
+	}
+}
+
+func TestWarmPoolRoundTrip(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).SandboxWarmPools(ns)
+	in := &extensions.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
+		Spec: extensions.SandboxWarmPoolSpec{
+			Replicas: 2, SandboxTemplateRef: extensions.TemplateRef{Name: "tpl"},
+			UpdateStrategy: extensions.UpdateStrategy{Type: extensions.UpdateStrategyRecreate},
+		},
+	}
+	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	created.Status = extensions.SandboxWarmPoolStatus{Replicas: 2, ReadyReplicas: 1, Selector: agents.LabelWarmPoolSandbox + "=pool"}
+	if _, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update status: %v", err)
+	}
+	got, err := client.Get(t.Context(), "pool", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
+		t.Errorf("spec changed (-sent +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(created.Status, got.Status); diff != "" {
+		t.Errorf("status changed (-sent +got):\n%s", diff)
+	}
+	if _, err := client.Create(t.Context(), &extensions.SandboxWarmPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "neg"},
+		Spec:       extensions.SandboxWarmPoolSpec{Replicas: -1, SandboxTemplateRef: extensions.TemplateRef{Name: "tpl"}},
+	}, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("negative replicas: got %v, want Invalid", err)
+	}
+}
+
+func TestTemplateRoundTrip(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	client := newClient(t).SandboxTemplates(ns)
+	port := intstr.FromInt32(3080)
+	in := &extensions.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
+		Spec: extensions.SandboxTemplateSpec{
+			PodTemplate: podTemplate(), VolumeClaimTemplates: volumeTemplates(), Service: ptr.To(true),
+			NetworkPolicy: &extensions.NetworkPolicySpec{
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					Ports: []networkingv1.NetworkPolicyPort{{Port: &port}},
+					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sandgate-nodeproxy"}}}},
+				}},
+				Egress: []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8"}}}}}},
+			},
+			NetworkPolicyManagement:    "Unmanaged",
+			EnvVarsInjectionPolicy:     extensions.InjectionAllowed,
+			VolumeClaimTemplatesPolicy: extensions.InjectionDisallowed,
+		},
+	}
+	if _, err := client.Create(t.Context(), in, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := client.Get(t.Context(), "tpl", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
+		t.Errorf("spec changed (-sent +got):\n%s", diff)
+	}
+	defaults, err := client.Create(t.Context(), &extensions.SandboxTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: extensions.SandboxTemplateSpec{PodTemplate: podTemplate()},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create plain template: %v", err)
+	}
+	if defaults.Spec.EnvVarsInjectionPolicy != extensions.InjectionDisallowed || defaults.Spec.VolumeClaimTemplatesPolicy != extensions.InjectionDisallowed {
+		t.Errorf("injection policies default to %q/%q, want Disallowed", defaults.Spec.EnvVarsInjectionPolicy, defaults.Spec.VolumeClaimTemplatesPolicy)
+	}
+}
