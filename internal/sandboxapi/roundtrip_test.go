@@ -40,7 +40,7 @@ func podTemplate() agents.PodTemplate {
 
 func volumeTemplates() []agents.PersistentVolumeClaimTemplate {
 	return []agents.PersistentVolumeClaimTemplate{{
-		Metadata: agents.PodMetadata{Labels: map[string]string{"v": "1"}},
+		Metadata: agents.VolumeClaimMetadata{Name: "dsh-home", Labels: map[string]string{"v": "1"}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},

@@ -41,10 +41,19 @@ type PodTemplate struct {
 	Spec     corev1.PodSpec `json:"spec"`
 }
 
+// VolumeClaimMetadata names a volume claim template; pods mount it by Name.
+type VolumeClaimMetadata struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
 // PersistentVolumeClaimTemplate describes a volume claim created for a Sandbox.
 type PersistentVolumeClaimTemplate struct {
-	// +optional
-	Metadata PodMetadata                      `json:"metadata,omitempty"`
+	Metadata VolumeClaimMetadata              `json:"metadata"`
 	Spec     corev1.PersistentVolumeClaimSpec `json:"spec"`
 }
 

@@ -1,0 +1,130 @@
+package manifests_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/controlplane"
+)
+
+var cluster *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
+
+// build renders a kustomization with the kubectl the tools module builds.
+func build(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	bins, err := controlplane.FindBinaries(os.Getenv("KUBEBUILDER_ASSETS"), controlplane.DefaultCacheDir(os.Getenv))
+	if err != nil || bins.Kubectl == "" {
+		t.Fatalf("kubectl not found next to the control-plane binaries (run `make controlplane`): %v", err)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bins.Kubectl, "kustomize", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr.String())
+	}
+	return decode(t, out)
+}
+
+func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs
+			}
+			t.Fatalf("decode manifests: %v", err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+// applier applies objects with server-side apply, for real or as a dry run.
+type applier struct {
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func newApplier(t *testing.T) *applier {
+	t.Helper()
+	cfg := cluster.AdminConfig()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+func (a *applier) apply(t *testing.T, obj *unstructured.Unstructured, dryRun bool) error {
+	t.Helper()
+	gvk := obj.GroupVersionKind()
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	opts := metav1.ApplyOptions{FieldManager: "sandgate-test", Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if ns := obj.GetNamespace(); ns != "" {
+		ri = a.dyn.Resource(m.Resource).Namespace(ns)
+	}
+	_, err = ri.Apply(t.Context(), obj.GetName(), obj, opts)
+	return err
+}
+
+func TestEveryKustomizationBuildsAndAppliesByDryRun(t *testing.T) {
+	a := newApplier(t)
+	for _, obj := range build(t, "namespace") {
+		if err := a.apply(t, obj, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("apply namespace: %v", err)
+		}
+	}
+	dirs, err := filepath.Glob("*/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("*/*/kustomization.yaml")
+	dirs = append(append(dirs, "kustomization.yaml"), more...)
+	for _, k := range dirs {
+		dir := filepath.Dir(k)
+		t.Run(dir, func(t *testing.T) {
+			objs := build(t, dir)
+			if len(objs) == 0 {
+				t.Fatal("kustomization renders nothing")
+			}
+			for _, obj := range objs {
+				if err := a.apply(t, obj, true); err != nil {
+					t.Errorf("dry-run apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
+				}
+			}
+		})
+	}
+}
