@@ -38,6 +38,12 @@ help: ## list the targets
 build: ## build the sandgate binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
+.PHONY: demo
+demo: controlplane ## run the local platform until Ctrl-C: real kube-apiserver + etcd, simulated 2-node cluster
+	@echo ">> building the demo"
+	$(GO) build -o bin/sandgate-demo ./cmd/sandgate-demo
+	./bin/sandgate-demo $(DEMO_FLAGS)
+
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver and kubectl once into the cache
 	@echo ">> control plane binaries: $(or $(KUBEBUILDER_ASSETS),$(BIN_DIR))"

@@ -1,21 +1,14 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -68,31 +61,16 @@ func waitEstablished(ctx context.Context, client dynamic.ResourceInterface, name
 	}
 }
 
-// readCRDs decodes every CustomResourceDefinition document in dir's .yaml files.
+// readCRDs returns the CustomResourceDefinitions among dir's manifests.
 func readCRDs(dir string) ([]*unstructured.Unstructured, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	objs, err := ReadManifests(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list CRD files: %w", err)
+		return nil, err
 	}
-	sort.Strings(paths)
 	var crds []*unstructured.Unstructured
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("read CRD file: %w", err)
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			obj := &unstructured.Unstructured{}
-			if err := dec.Decode(&obj.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("decode %s: %w", filepath.Base(path), err)
-			}
-			if obj.GetKind() == "CustomResourceDefinition" {
-				crds = append(crds, obj)
-			}
+	for _, obj := range objs {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj)
 		}
 	}
 	if len(crds) == 0 {

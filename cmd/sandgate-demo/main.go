@@ -1,0 +1,218 @@
+// Command sandgate-demo runs sandgate's local platform for `make demo`: a
+// real etcd and kube-apiserver with the agent-sandbox CRDs, and a simulated
+// cluster of nodes (the stand-in agent-sandbox controller and kubelet from
+// internal/sim) holding the SandboxTemplate and SandboxWarmPool of
+// manifests/sandbox. It prints a kubeconfig and runs until Ctrl-C, then
+// stops every process it started and removes its temporary files.
+//
+// It is a demo and test harness, not part of the platform: nothing it runs
+// is used in production.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/sim/cluster"
+	"github.com/sandgate/sandgate/internal/sim/controller"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "sandgate-demo:", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything main reads from flags and the environment.
+type config struct {
+	namespace    string
+	nodes        int
+	manifests    string
+	crds         string
+	tempParent   string
+	delays       controller.Delays
+	logMaxSize   int64
+	logLevel     slog.Level
+	readyTimeout time.Duration
+	assetsDir    string // KUBEBUILDER_ASSETS
+	cacheDir     string // from SANDGATE_CACHE
+}
+
+func defaults(getenv func(string) string) config {
+	return config{
+		namespace:    "sandgate",
+		nodes:        2,
+		manifests:    filepath.Join("manifests", "sandbox"),
+		crds:         filepath.Join("manifests", "crds"),
+		delays:       controller.Delays{WarmAdoption: time.Second, ColdStart: 3 * time.Second, Resume: 2 * time.Second},
+		logMaxSize:   10 << 20,
+		logLevel:     slog.LevelWarn,
+		readyTimeout: time.Minute,
+		assetsDir:    getenv("KUBEBUILDER_ASSETS"),
+		cacheDir:     controlplane.DefaultCacheDir(getenv),
+	}
+}
+
+func (c config) validate() error {
+	var errs []error
+	if c.nodes < 1 || c.nodes > 20 {
+		errs = append(errs, fmt.Errorf("--nodes %d is not in 1..20", c.nodes))
+	}
+	if c.namespace == "" {
+		errs = append(errs, errors.New("--namespace is empty"))
+	}
+	if c.delays.WarmAdoption < 0 || c.delays.ColdStart < 0 || c.delays.Resume < 0 {
+		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	if c.logMaxSize < 1024 {
+		errs = append(errs, errors.New("--log-max-size must be at least 1024"))
+	}
+	for flagName, dir := range map[string]string{"--manifests": c.manifests, "--crds": c.crds} {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("%s %q is not a directory (run from the repository root)", flagName, dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	c := defaults(getenv)
+	fs := flag.NewFlagSet("sandgate-demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: sandgate-demo [flags]
+
+Runs sandgate's local platform until Ctrl-C: etcd and kube-apiserver (built by
+'make controlplane', found through KUBEBUILDER_ASSETS or SANDGATE_CACHE) and a
+simulated cluster of nodes whose pods run the agent web-app stand-in on
+loopback addresses (127.10x.y.z:3080), with CRI logs in a per-node directory.
+It applies manifests/sandbox (a SandboxTemplate and a SandboxWarmPool), waits
+for the spares, prints a kubeconfig, and removes everything on exit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.namespace, "namespace", c.namespace, "namespace of the sandboxes")
+	fs.IntVar(&c.nodes, "nodes", c.nodes, "number of simulated nodes")
+	fs.StringVar(&c.manifests, "manifests", c.manifests, "directory of the template, warm pool and config map to apply")
+	fs.StringVar(&c.crds, "crds", c.crds, "directory of the agent-sandbox CRDs")
+	fs.StringVar(&c.tempParent, "tmp", c.tempParent, "parent of the demo's temporary directory (default: system temp dir)")
+	fs.DurationVar(&c.delays.WarmAdoption, "warm-delay", c.delays.WarmAdoption, "simulated time to adopt a warm spare")
+	fs.DurationVar(&c.delays.ColdStart, "cold-delay", c.delays.ColdStart, "simulated time to start a new sandbox's pod")
+	fs.DurationVar(&c.delays.Resume, "resume-delay", c.delays.Resume, "simulated time to resume a suspended sandbox")
+	fs.Int64Var(&c.logMaxSize, "log-max-size", c.logMaxSize, "container log size that triggers rotation, in bytes")
+	fs.TextVar(&c.logLevel, "log-level", c.logLevel, "level of the JSON logs on stderr (debug, info, warn, error)")
+	fs.DurationVar(&c.readyTimeout, "ready-timeout", c.readyTimeout, "how long to wait for the warm pool's spares")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return c, c.validate()
+}
+
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	objs, err := controlplane.ReadManifests(cfg.manifests)
+	if err != nil {
+		return err
+	}
+	bins, err := controlplane.FindBinaries(cfg.assetsDir, cfg.cacheDir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	tmp, err := os.MkdirTemp(cfg.tempParent, "sandgate-demo-")
+	if err != nil {
+		return fmt.Errorf("create temp dir: %w", err)
+	}
+	defer removeAll(tmp, logger)
+	fmt.Fprintln(stdout, ">> starting etcd and kube-apiserver")
+	cp, err := controlplane.Start(ctx, controlplane.Options{Binaries: bins, ParentDir: tmp, CRDDir: cfg.crds, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer stopAndLog("control plane", cp.Stop, logger)
+	restCfg := cp.AdminConfig()
+	core, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("build client: %w", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.namespace}}
+	if _, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+
+	fmt.Fprintf(stdout, ">> starting the simulated cluster (%d nodes)\n", cfg.nodes)
+	sim, err := cluster.Start(ctx, cluster.Options{
+		Config: restCfg, Namespaces: []string{cfg.namespace}, Nodes: cfg.nodes,
+		LogDir: filepath.Join(tmp, "logs"), DataDir: filepath.Join(tmp, "volumes"),
+		Delays: cfg.delays, LogMaxSize: cfg.logMaxSize, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer stopAndLog("simulated cluster", sim.Stop, logger)
+
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("build dynamic client: %w", err)
+	}
+	if err := apply(ctx, dyn, cfg.namespace, objs); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(tmp, "kubeconfig")
+	if err := controlplane.WriteKubeconfig(restCfg, kubeconfig); err != nil {
+		return err
+	}
+	if err := waitForPools(ctx, restCfg, cfg, stdout); err != nil {
+		return err
+	}
+	printBanner(stdout, cfg, bins.Kubectl, kubeconfig, sim)
+
+	<-ctx.Done()
+	stop() // a second Ctrl-C ends the process at once
+	fmt.Fprintln(stdout, "\n>> stopping: simulated cluster, kube-apiserver, etcd; removing", tmp)
+	return nil
+}
+
+func removeAll(dir string, log *slog.Logger) {
+	if err := os.RemoveAll(dir); err != nil {
+		log.Error("remove temp dir", "dir", dir, "error", err)
+	}
+}
+
+func stopAndLog(what string, stop func() error, log *slog.Logger) {
+	if err := stop(); err != nil {
+		log.Error("stop", "what", what, "error", err)
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/controlplane"
+)
+
+func noEnv(string) string { return "" }
+
+func TestFlags(t *testing.T) {
+	root := filepath.Join("..", "..")
+	cfg, err := parseFlags([]string{
+		"--manifests", filepath.Join(root, "manifests", "sandbox"), "--crds", filepath.Join(root, "manifests", "crds"),
+		"--nodes", "3", "--warm-delay", "250ms", "--log-level", "debug",
+	}, noEnv, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "sandgate" {
+		t.Errorf("config %+v", cfg)
+	}
+
+	var out bytes.Buffer
+	if _, err := parseFlags([]string{"--help"}, noEnv, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Ctrl-C") {
+		t.Errorf("--help: %v, %q", err, out.String())
+	}
+	_, err = parseFlags([]string{"--nodes", "0", "--manifests", "/nonexistent", "--cold-delay", "-1s"}, noEnv, &bytes.Buffer{})
+	for _, want := range []string{"--nodes", "--manifests", "delays"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validation error %v does not mention %s", err, want)
+		}
+	}
+}
+
+// TestSandboxManifests checks that the demo can apply the repository's
+// sandbox manifests: every kind in them is one it knows.
+func TestSandboxManifests(t *testing.T) {
+	objs, err := controlplane.ReadManifests(filepath.Join("..", "..", "manifests", "sandbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		if _, ok := resources[o.GroupVersionKind()]; !ok {
+			t.Errorf("%s %s: kind the demo cannot apply", o.GetKind(), o.GetName())
+		}
+		kinds[o.GetKind()] = true
+	}
+	if !kinds["SandboxTemplate"] || !kinds["SandboxWarmPool"] {
+		t.Errorf("kinds %v lack the template or the pool", kinds)
+	}
+}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+)
+
+// Delays stand in for the time real sandboxes take, so tests and the demo
+// can exercise slow wake paths. Zero means no delay.
+type Delays struct {
+	// WarmAdoption is how long a claim waits before it adopts a Ready spare
+	// (upstream: about 2s from claim to Ready on a warm pool).
+	WarmAdoption time.Duration
+	// ColdStart is how long a new Sandbox (a cold claim or a pool spare)
+	// waits for its first pod.
+	ColdStart time.Duration
+	// Resume is how long a Sandbox switched back to Running waits for its
+	// new pod.
+	Resume time.Duration
+}
+
+// DefaultClusterDomain is the DNS domain of status.serviceFQDN.
+const DefaultClusterDomain = "cluster.local"
+
+// Options configures a Controller.
+type Options struct {
+	// Client reaches the core API (pods, volume claims, services, nodes).
+	// Required.
+	Client kubernetes.Interface
+	// Sandboxes reaches the agent-sandbox API. Required.
+	Sandboxes *sandboxapi.Client
+	// Namespaces are watched; empty watches all namespaces.
+	Namespaces []string
+	// NodeSelector picks the Nodes that pods are scheduled to, e.g. the
+	// labels the simulated kubelet puts on its nodes. Empty means all.
+	NodeSelector map[string]string
+	// Delays slow down adoption, cold start and resume.
+	Delays Delays
+	// Workers is the number of reconcile workers; zero means 2.
+	Workers int
+	// ClusterDomain ends status.serviceFQDN; empty means cluster.local.
+	ClusterDomain string
+	// Logger receives the controller's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate reports every problem in o at once. It changes nothing.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Client == nil {
+		errs = append(errs, errors.New("client is required"))
+	}
+	if o.Sandboxes == nil {
+		errs = append(errs, errors.New("sandboxes client is required"))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d is negative", o.Workers))
+	}
+	if o.Delays.WarmAdoption < 0 || o.Delays.ColdStart < 0 || o.Delays.Resume < 0 {
+		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	for _, ns := range o.Namespaces {
+		if ns == "" {
+			errs = append(errs, errors.New("an empty namespace in a namespace list"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers == 0 {
+		o.Workers = 2
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = DefaultClusterDomain
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

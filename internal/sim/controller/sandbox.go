@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+)
+
+// noNodeRetry spaces attempts to place a pod while no node fits.
+const noNodeRetry = time.Second
+
+// sandboxView is what one Sandbox reconcile observed and did.
+type sandboxView struct {
+	pods       []*corev1.Pod // owned by this Sandbox, from the cache
+	created    *corev1.Pod   // created in this pass
+	waiting    time.Duration // left of a start delay
+	noNode     bool          // no node to place the pod on
+	hasService bool
+}
+
+// pod is the Sandbox's one pod, if exactly one exists.
+func (v *sandboxView) pod() *corev1.Pod {
+	if v.created != nil {
+		return v.created
+	}
+	if len(v.pods) == 1 {
+		return v.pods[0]
+	}
+	return nil
+}
+
+// syncSandbox makes a Sandbox's volumes, Service and pod match its spec,
+// and reports what it sees in its status.
+func (c *Controller) syncSandbox(ctx context.Context, s *scope, ns, name string) (time.Duration, error) {
+	cached := s.sandbox(ns, name)
+	if cached == nil {
+		return 0, c.collect(ctx, s, kindSandbox, ns, name, "")
+	}
+	if cached.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	if err := c.collect(ctx, s, kindSandbox, ns, name, cached.UID); err != nil {
+		return 0, err
+	}
+	sb := cached.DeepCopy()
+	if err := c.ensureVolumeClaims(ctx, s, sb); err != nil {
+		return 0, err
+	}
+	v := &sandboxView{}
+	var err error
+	if v.hasService, err = c.ensureService(ctx, s, sb); err != nil {
+		return 0, err
+	}
+	for _, p := range s.ownedPods(ns, name) {
+		if controlledBy(p, sb.UID) {
+			v.pods = append(v.pods, p)
+		}
+	}
+	if operatingMode(sb) == agents.OperatingModeRunning {
+		err = c.runPod(ctx, s, sb, v)
+	} else {
+		err = c.stopPods(ctx, v.pods)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := c.writeSandbox(ctx, cached, sb, v); err != nil {
+		return 0, err
+	}
+	switch {
+	case v.waiting > 0:
+		return v.waiting, nil
+	case v.noNode:
+		return noNodeRetry, nil
+	}
+	return 0, nil
+}
+
+// runPod creates the pod once its start delay has passed, or brings the
+// existing pod's metadata in line with the pod template.
+func (c *Controller) runPod(ctx context.Context, s *scope, sb *agents.Sandbox, v *sandboxView) error {
+	if len(v.pods) > 0 {
+		c.doneWaiting(sb.UID)
+		if p := v.pod(); p != nil && p.DeletionTimestamp == nil {
+			return c.syncPodMetadata(ctx, sb, p)
+		}
+		return nil // several pods, or the suspended one still terminating
+	}
+	delay := c.opts.Delays.ColdStart
+	if findCondition(sb.Status.Conditions, agents.ConditionSuspended) != nil {
+		delay = c.opts.Delays.Resume
+	}
+	if left := c.waitLeft(sb.UID, delay); left > 0 {
+		v.waiting = left
+		return nil
+	}
+	pod := buildPod(sb)
+	node, err := c.pickNode(pod)
+	if err != nil {
+		v.noNode = true
+		return nil
+	}
+	pod.Spec.NodeName = node
+	created, err := c.opts.Client.CoreV1().Pods(sb.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create pod: %w", errRetry) // the cache is behind
+	}
+	if err != nil {
+		return fmt.Errorf("create pod: %w", err)
+	}
+	c.doneWaiting(sb.UID)
+	c.log.Info("pod created", "namespace", sb.Namespace, "sandbox", sb.Name, "node", node)
+	v.created = created
+	return nil
+}
+
+// stopPods deletes the Sandbox's pods for a suspend; the simulated
+// kubelet finishes the graceful deletion.
+func (c *Controller) stopPods(ctx context.Context, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.opts.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &p.UID},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod: %w", err)
+		}
+		c.log.Info("pod deleted for suspend", "namespace", p.Namespace, "pod", p.Name)
+	}
+	return nil
+}
+
+// syncPodMetadata patches the live pod's labels and annotations to match
+// the pod template: at adoption the pool label goes and the claim's
+// additionalPodMetadata arrives.
+func (c *Controller) syncPodMetadata(ctx context.Context, sb *agents.Sandbox, pod *corev1.Pod) error {
+	want := buildPod(sb).ObjectMeta
+	patch := map[string]map[string]any{"labels": {}, "annotations": {}}
+	for k, v := range want.Labels {
+		if pod.Labels[k] != v {
+			patch["labels"][k] = v
+		}
+	}
+	if _, ok := pod.Labels[agents.LabelWarmPoolSandbox]; ok {
+		if _, keep := want.Labels[agents.LabelWarmPoolSandbox]; !keep {
+			patch["labels"][agents.LabelWarmPoolSandbox] = nil
+		}
+	}
+	for k, v := range want.Annotations {
+		if pod.Annotations[k] != v {
+			patch["annotations"][k] = v
+		}
+	}
+	if len(patch["labels"])+len(patch["annotations"]) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": pod.UID, "labels": patch["labels"], "annotations": patch["annotations"],
+	}})
+	if err != nil {
+		return fmt.Errorf("encode pod metadata patch: %w", err)
+	}
+	_, err = c.opts.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patch pod metadata: %w", err)
+	}
+	return nil
+}
+
+// writeSandbox sets the pod-name annotation and the status when they
+// changed.
+func (c *Controller) writeSandbox(ctx context.Context, cached, sb *agents.Sandbox, v *sandboxView) error {
+	client := c.opts.Sandboxes.Sandboxes(sb.Namespace)
+	wantPodName := ""
+	if p := v.pod(); p != nil {
+		wantPodName = p.Name
+	} else if len(v.pods) > 0 {
+		wantPodName = cached.Annotations[agents.AnnotationPodName]
+	}
+	if cached.Annotations[agents.AnnotationPodName] != wantPodName {
+		var value any
+		if wantPodName != "" {
+			value = wantPodName
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": cached.ResourceVersion,
+			"annotations":     map[string]any{agents.AnnotationPodName: value},
+		}})
+		if err != nil {
+			return fmt.Errorf("encode annotation patch: %w", err)
+		}
+		updated, err := client.Patch(ctx, sb.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("annotate sandbox: %w", err)
+		}
+		updated.Status = sb.Status
+		sb = updated
+	}
+	c.sandboxStatus(sb, v)
+	if equality.Semantic.DeepEqual(cached.Status, sb.Status) {
+		return nil
+	}
+	if _, err := client.UpdateStatus(ctx, sb, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update sandbox status: %w", err)
+	}
+	return nil
+}
