@@ -12,13 +12,14 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/sim/simtest"
 )
 
 func TestClaimAdoptsWarmSpare(t *testing.T) {
 	const adoption = 400 * time.Millisecond
 	e := start(t, 2, controller.Delays{WarmAdoption: adoption})
-	e.waitPool(2)
-	spares, err := e.sb.Sandboxes(e.ns).List(t.Context(), metav1.ListOptions{})
+	e.WaitPool(2)
+	spares, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +29,11 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	}
 
 	begin := time.Now()
-	claim := e.createClaim("dsh-alice", agents.PodMetadata{
+	claim := e.CreateClaim("dsh-alice", agents.PodMetadata{
 		Labels:      map[string]string{"sandbox.users.io/user": "alice"},
 		Annotations: map[string]string{"sandbox.users.io/note": "hi"},
 	})
-	claim = e.waitClaimReady("dsh-alice", adoption+5*time.Second)
+	claim = e.WaitClaimReady("dsh-alice", adoption+5*time.Second)
 	if took := time.Since(begin); took < adoption {
 		t.Errorf("claim Ready after %v, before the %v adoption delay", took, adoption)
 	}
@@ -44,7 +45,7 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	if got := claim.Annotations[extensions.AnnotationSandboxName]; got != name {
 		t.Errorf("claim annotation %q, want %q", got, name)
 	}
-	sb, err := e.sandbox(name)
+	sb, err := e.Sandbox(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	if sb.Spec.PodTemplate.Metadata.Labels["sandbox.users.io/user"] != "alice" {
 		t.Errorf("pod template labels %v lack the claim's", sb.Spec.PodTemplate.Metadata.Labels)
 	}
-	if sb.Status.ServiceFQDN != name+"."+e.ns+".svc.cluster.local" || sb.Status.Selector != controller.Selector(name) {
+	if sb.Status.ServiceFQDN != name+"."+e.NS+".svc.cluster.local" || sb.Status.Selector != controller.Selector(name) {
 		t.Errorf("status service %q selector %q", sb.Status.ServiceFQDN, sb.Status.Selector)
 	}
 	if !slices.Equal(claim.Status.Sandbox.PodIPs, sb.Status.PodIPs) || len(sb.Status.PodIPs) != 1 {
@@ -68,8 +69,8 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	}
 
 	// The running pod gets the claim's metadata and loses the pool label.
-	e.eventually(10*time.Second, func() string {
-		pod, err := e.pod(name)
+	e.Eventually(10*time.Second, func() string {
+		pod, err := e.Pod(name)
 		if err != nil {
 			return err.Error()
 		}
@@ -93,9 +94,9 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	}
 
 	// The pool replenishes with a new spare.
-	e.waitPool(2)
-	e.eventually(10*time.Second, func() string {
-		list, err := e.sb.Sandboxes(e.ns).List(t.Context(), metav1.ListOptions{
+	e.WaitPool(2)
+	e.Eventually(10*time.Second, func() string {
+		list, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{
 			LabelSelector: agents.LabelWarmPoolSandbox + "=" + controller.NameHash(poolName),
 		})
 		if err != nil {
@@ -117,15 +118,15 @@ func TestClaimStartsColdWhenPoolEmpty(t *testing.T) {
 	const cold = 300 * time.Millisecond
 	e := start(t, 0, controller.Delays{ColdStart: cold})
 	begin := time.Now()
-	claim := e.createClaim("dsh-bob", agents.PodMetadata{Labels: map[string]string{"sandbox.users.io/user": "bob"}})
-	claim = e.waitClaimReady("dsh-bob", cold+10*time.Second)
+	claim := e.CreateClaim("dsh-bob", agents.PodMetadata{Labels: map[string]string{"sandbox.users.io/user": "bob"}})
+	claim = e.WaitClaimReady("dsh-bob", cold+10*time.Second)
 	if took := time.Since(begin); took < cold {
 		t.Errorf("cold claim Ready after %v, before the %v cold start delay", took, cold)
 	}
 	if claim.Status.Sandbox.Name != "dsh-bob" {
 		t.Fatalf("status.sandbox.name %q, want the claim's name", claim.Status.Sandbox.Name)
 	}
-	sb, err := e.sandbox("dsh-bob")
+	sb, err := e.Sandbox("dsh-bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestClaimStartsColdWhenPoolEmpty(t *testing.T) {
 	if ref := metav1.GetControllerOf(sb); ref == nil || ref.UID != claim.UID {
 		t.Errorf("Sandbox controller %+v", ref)
 	}
-	pod, err := e.pod("dsh-bob")
+	pod, err := e.Pod("dsh-bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,15 +147,15 @@ func TestClaimStartsColdWhenPoolEmpty(t *testing.T) {
 
 func TestClaimWithoutPool(t *testing.T) {
 	e := start(t, 0, controller.Delays{})
-	_, err := e.sb.SandboxClaims(e.ns).Create(t.Context(), &extensions.SandboxClaim{
+	_, err := e.SB.SandboxClaims(e.NS).Create(t.Context(), &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
 		Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "missing"}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(10*time.Second, func() string {
-		r := condition(e.claim("orphan").Status.Conditions, agents.ConditionReady)
+	e.Eventually(10*time.Second, func() string {
+		r := simtest.Condition(e.Claim("orphan").Status.Conditions, agents.ConditionReady)
 		if r.Status != metav1.ConditionFalse || r.Reason != extensions.ReasonWarmPoolNotFound {
 			return fmt.Sprintf("Ready %+v, want False/WarmPoolNotFound", r)
 		}
@@ -164,25 +165,25 @@ func TestClaimWithoutPool(t *testing.T) {
 
 func TestPoolScalesDownAndCollectsSpares(t *testing.T) {
 	e := start(t, 2, controller.Delays{})
-	e.waitPool(2)
-	pool, err := e.sb.SandboxWarmPools(e.ns).Get(t.Context(), poolName, metav1.GetOptions{})
+	e.WaitPool(2)
+	pool, err := e.SB.SandboxWarmPools(e.NS).Get(t.Context(), poolName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool.Spec.Replicas = 1
-	if _, err := e.sb.SandboxWarmPools(e.ns).Update(t.Context(), pool, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.SB.SandboxWarmPools(e.NS).Update(t.Context(), pool, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitPool(1)
-	if err := e.sb.SandboxWarmPools(e.ns).Delete(t.Context(), poolName, metav1.DeleteOptions{}); err != nil {
+	e.WaitPool(1)
+	if err := e.SB.SandboxWarmPools(e.NS).Delete(t.Context(), poolName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(30*time.Second, func() string {
-		sbs, err := e.sb.Sandboxes(e.ns).List(t.Context(), metav1.ListOptions{})
+	e.Eventually(30*time.Second, func() string {
+		sbs, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err.Error()
 		}
-		pods, err := e.core.CoreV1().Pods(e.ns).List(t.Context(), metav1.ListOptions{})
+		pods, err := e.Core.CoreV1().Pods(e.NS).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err.Error()
 		}

@@ -11,21 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/sim/simtest"
 )
-
-// setMode patches spec.operatingMode, as the platform does.
-func (e *env) setMode(name string, mode agents.OperatingMode) {
-	e.t.Helper()
-	body := fmt.Sprintf(`{"spec":{"operatingMode":%q}}`, mode)
-	if _, err := e.sb.Sandboxes(e.ns).Patch(e.t.Context(), name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
-}
 
 // statusLog records every status of a Sandbox seen through a watch.
 type statusLog struct {
@@ -33,11 +24,11 @@ type statusLog struct {
 	seen []agents.SandboxStatus
 }
 
-func (e *env) recordStatus(name string) *statusLog {
-	e.t.Helper()
-	w, err := e.sb.Sandboxes(e.ns).Watch(e.t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+func recordStatus(e *simtest.Env, name string) *statusLog {
+	e.T.Helper()
+	w, err := e.SB.Sandboxes(e.NS).Watch(e.T.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	l := &statusLog{}
 	done := make(chan struct{})
@@ -51,7 +42,7 @@ func (e *env) recordStatus(name string) *statusLog {
 			}
 		}
 	}()
-	e.t.Cleanup(func() { w.Stop(); <-done })
+	e.T.Cleanup(func() { w.Stop(); <-done })
 	return l
 }
 
@@ -69,18 +60,18 @@ func (l *statusLog) any(f func(agents.SandboxStatus) bool) bool {
 func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	const resume = 300 * time.Millisecond
 	e := start(t, 1, controller.Delays{Resume: resume})
-	e.waitPool(1)
-	claim := e.createClaim("dsh-carol", agents.PodMetadata{})
-	name := e.waitClaimReady("dsh-carol", 10*time.Second).Status.Sandbox.Name
-	before, err := e.pod(name)
+	e.WaitPool(1)
+	claim := e.CreateClaim("dsh-carol", agents.PodMetadata{})
+	name := e.WaitClaimReady("dsh-carol", 10*time.Second).Status.Sandbox.Name
+	before, err := e.Pod(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := e.cookie(before, "carol")
+	cookie := e.Cookie(before, "carol")
 	if code, body := do(t, http.MethodPut, before, "/api/files/notes/today.txt", cookie, "remember me"); code != http.StatusOK && code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, body)
 	}
-	pvc, err := e.core.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), controller.ClaimName("dsh-home", name), metav1.GetOptions{})
+	pvc, err := e.Core.CoreV1().PersistentVolumeClaims(e.NS).Get(t.Context(), controller.ClaimName("dsh-home", name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,17 +79,17 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 		t.Fatal("uploaded file not in the volume directory")
 	}
 
-	statuses := e.recordStatus(name)
-	e.setMode(name, agents.OperatingModeSuspended)
-	e.eventually(30*time.Second, func() string {
-		if _, err := e.pod(name); !apierrors.IsNotFound(err) {
+	statuses := recordStatus(e, name)
+	e.SetMode(name, agents.OperatingModeSuspended)
+	e.Eventually(30*time.Second, func() string {
+		if _, err := e.Pod(name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("pod still there (%v)", err)
 		}
-		sb, err := e.sandbox(name)
+		sb, err := e.Sandbox(name)
 		if err != nil {
 			return err.Error()
 		}
-		ready, susp := condition(sb.Status.Conditions, agents.ConditionReady), condition(sb.Status.Conditions, agents.ConditionSuspended)
+		ready, susp := simtest.Condition(sb.Status.Conditions, agents.ConditionReady), simtest.Condition(sb.Status.Conditions, agents.ConditionSuspended)
 		if ready.Status != metav1.ConditionFalse || ready.Reason != agents.ReasonSandboxSuspended {
 			return fmt.Sprintf("Ready %+v", ready)
 		}
@@ -114,36 +105,36 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 		return ""
 	})
 	if !statuses.any(func(s agents.SandboxStatus) bool {
-		c := condition(s.Conditions, agents.ConditionSuspended)
+		c := simtest.Condition(s.Conditions, agents.ConditionSuspended)
 		return c.Reason == agents.ReasonPodTerminating && c.Status == metav1.ConditionFalse && len(s.PodIPs) == 1 && s.NodeName != ""
 	}) {
 		t.Error("never saw Suspended=False/PodTerminating with the old podIPs and nodeName kept")
 	}
-	if _, err := e.core.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), pvc.Name, metav1.GetOptions{}); err != nil {
+	if _, err := e.Core.CoreV1().PersistentVolumeClaims(e.NS).Get(t.Context(), pvc.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("volume claim gone after suspend: %v", err)
 	}
-	if _, err := e.core.CoreV1().Services(e.ns).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+	if _, err := e.Core.CoreV1().Services(e.NS).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
 		t.Errorf("service gone after suspend: %v", err)
 	}
-	if r := condition(e.claim(claim.Name).Status.Conditions, agents.ConditionReady); r.Reason != agents.ReasonSandboxSuspended {
+	if r := simtest.Condition(e.Claim(claim.Name).Status.Conditions, agents.ConditionReady); r.Reason != agents.ReasonSandboxSuspended {
 		t.Errorf("claim Ready %+v does not mirror the suspend", r)
 	}
 
 	begin := time.Now()
-	e.setMode(name, agents.OperatingModeRunning)
+	e.SetMode(name, agents.OperatingModeRunning)
 	var after *corev1.Pod
-	e.eventually(30*time.Second, func() string {
-		sb, err := e.sandbox(name)
+	e.Eventually(30*time.Second, func() string {
+		sb, err := e.Sandbox(name)
 		if err != nil {
 			return err.Error()
 		}
-		if r := condition(sb.Status.Conditions, agents.ConditionReady); r.Status != metav1.ConditionTrue {
+		if r := simtest.Condition(sb.Status.Conditions, agents.ConditionReady); r.Status != metav1.ConditionTrue {
 			return fmt.Sprintf("not Ready after resume: %+v", r)
 		}
-		if s := condition(sb.Status.Conditions, agents.ConditionSuspended); s.Status != metav1.ConditionFalse || s.Reason != agents.ReasonNotSuspended {
+		if s := simtest.Condition(sb.Status.Conditions, agents.ConditionSuspended); s.Status != metav1.ConditionFalse || s.Reason != agents.ReasonNotSuspended {
 			return fmt.Sprintf("Suspended %+v, want False/NotSuspended", s)
 		}
-		if after, err = e.pod(name); err != nil {
+		if after, err = e.Pod(name); err != nil {
 			return err.Error()
 		}
 		return ""
@@ -154,7 +145,7 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	if after.UID == before.UID {
 		t.Error("resume kept the old pod UID")
 	}
-	code, body := do(t, http.MethodGet, after, "/api/files/notes/today.txt", e.cookie(after, "carol"), "")
+	code, body := do(t, http.MethodGet, after, "/api/files/notes/today.txt", e.Cookie(after, "carol"), "")
 	if code != http.StatusOK || body != "remember me" {
 		t.Errorf("file after resume: %d %q", code, body)
 	}
@@ -162,35 +153,35 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 
 func TestClaimDeleteCollectsEverything(t *testing.T) {
 	e := start(t, 1, controller.Delays{})
-	e.waitPool(1)
-	claim := e.createClaim("dsh-dave", agents.PodMetadata{})
-	name := e.waitClaimReady("dsh-dave", 10*time.Second).Status.Sandbox.Name
-	pvc, err := e.core.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), controller.ClaimName("dsh-home", name), metav1.GetOptions{})
+	e.WaitPool(1)
+	claim := e.CreateClaim("dsh-dave", agents.PodMetadata{})
+	name := e.WaitClaimReady("dsh-dave", 10*time.Second).Status.Sandbox.Name
+	pvc, err := e.Core.CoreV1().PersistentVolumeClaims(e.NS).Get(t.Context(), controller.ClaimName("dsh-home", name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	volume := volumeDir(e, pvc)
-	e.eventually(10*time.Second, func() string {
+	e.Eventually(10*time.Second, func() string {
 		if !exists(volume) {
 			return "no volume directory " + volume
 		}
 		return ""
 	})
 
-	if err := e.sb.SandboxClaims(e.ns).Delete(t.Context(), claim.Name, metav1.DeleteOptions{}); err != nil {
+	if err := e.SB.SandboxClaims(e.NS).Delete(t.Context(), claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(30*time.Second, func() string {
-		if _, err := e.sandbox(name); !apierrors.IsNotFound(err) {
+	e.Eventually(30*time.Second, func() string {
+		if _, err := e.Sandbox(name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("sandbox still there (%v)", err)
 		}
-		if _, err := e.pod(name); !apierrors.IsNotFound(err) {
+		if _, err := e.Pod(name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("pod still there (%v)", err)
 		}
-		if _, err := e.core.CoreV1().PersistentVolumeClaims(e.ns).Get(t.Context(), pvc.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := e.Core.CoreV1().PersistentVolumeClaims(e.NS).Get(t.Context(), pvc.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("volume claim still there (%v)", err)
 		}
-		if _, err := e.core.CoreV1().Services(e.ns).Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := e.Core.CoreV1().Services(e.NS).Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("service still there (%v)", err)
 		}
 		if exists(volume) {
@@ -202,32 +193,32 @@ func TestClaimDeleteCollectsEverything(t *testing.T) {
 
 func TestContainerCrashRestartsWithNewToken(t *testing.T) {
 	e := start(t, 1, controller.Delays{})
-	e.waitPool(1)
-	e.createClaim("dsh-erin", agents.PodMetadata{})
-	name := e.waitClaimReady("dsh-erin", 10*time.Second).Status.Sandbox.Name
-	pod, err := e.pod(name)
+	e.WaitPool(1)
+	e.CreateClaim("dsh-erin", agents.PodMetadata{})
+	name := e.WaitClaimReady("dsh-erin", 10*time.Second).Status.Sandbox.Name
+	pod, err := e.Pod(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logDir := filepath.Join(e.cluster.Kubelet.LogRoot(pod.Spec.NodeName), e.ns+"_"+name+"_"+string(pod.UID), "dsh")
+	logDir := filepath.Join(e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), e.NS+"_"+name+"_"+string(pod.UID), "dsh")
 	first := tokenIn(t, filepath.Join(logDir, "0.log"))
 
-	if err := e.cluster.Kubelet.KillContainer(e.ns, name); err != nil {
+	if err := e.Cluster.Kubelet.KillContainer(e.NS, name); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually(30*time.Second, func() string {
-		p, err := e.pod(name)
+	e.Eventually(30*time.Second, func() string {
+		p, err := e.Pod(name)
 		if err != nil {
 			return err.Error()
 		}
 		if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].RestartCount != 1 || !p.Status.ContainerStatuses[0].Ready {
 			return fmt.Sprintf("container statuses %+v", p.Status.ContainerStatuses)
 		}
-		sb, err := e.sandbox(name)
+		sb, err := e.Sandbox(name)
 		if err != nil {
 			return err.Error()
 		}
-		if r := condition(sb.Status.Conditions, agents.ConditionReady); r.Status != metav1.ConditionTrue {
+		if r := simtest.Condition(sb.Status.Conditions, agents.ConditionReady); r.Status != metav1.ConditionTrue {
 			return fmt.Sprintf("sandbox Ready %+v", r)
 		}
 		pod = p
@@ -236,7 +227,7 @@ func TestContainerCrashRestartsWithNewToken(t *testing.T) {
 	if second := tokenIn(t, filepath.Join(logDir, "1.log")); second == first {
 		t.Error("the restarted container printed the old token")
 	}
-	if code, _ := do(t, http.MethodGet, pod, "/api/messages", e.cookie(pod, "erin"), ""); code != http.StatusOK {
+	if code, _ := do(t, http.MethodGet, pod, "/api/messages", e.Cookie(pod, "erin"), ""); code != http.StatusOK {
 		t.Errorf("request with a cookie from the new token: %d", code)
 	}
 }
