@@ -1,0 +1,177 @@
+// Package integration_test runs internal/handshake against the simulated
+// cluster on a real API server: the token comes from the node's log files only.
+package integration_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sim/simtest"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cp)) }
+
+// counter sums a counter family's samples whose label matches.
+func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+func get(t *testing.T, pod *corev1.Pod, cookie string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+pod.Status.PodIP+":3080/api/messages", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "gateway.example"
+	req.Header.Set("Cookie", cookie)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
+	e := simtest.Start(t, cp, simtest.Options{Replicas: 1})
+	e.WaitPool(1)
+	e.CreateClaim("dsh-bob", agents.PodMetadata{})
+	claim := e.WaitClaimReady("dsh-bob", 30*time.Second)
+	name := claim.Status.Sandbox.Name
+	pod, err := e.Pod(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	h, err := handshake.New(handshake.Options{LogRoot: e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	target := func(p *corev1.Pod) handshake.Target {
+		return handshake.Target{
+			User: "bob", Namespace: p.Namespace, Pod: p.Name, PodUID: string(p.UID), Container: "dsh",
+			Addr: p.Status.PodIP + ":3080", Host: "gateway.example",
+			ForwardedFor: "192.0.2.1", ForwardedProto: "https", ForwardedHost: "gateway.example",
+		}
+	}
+
+	// Pod deletions reach the handshaker as they do in the node proxy.
+	factory := informers.NewSharedInformerFactoryWithOptions(e.Core, 0, informers.WithNamespace(e.NS))
+	podInformer := factory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			h.ForgetPod(string(p.UID))
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(t.Context().Done())
+	t.Cleanup(factory.Shutdown)
+	factory.WaitForCacheSync(t.Context().Done())
+
+	first, err := h.Cookie(t.Context(), target(pod))
+	if err != nil {
+		t.Fatalf("first handshake: %v", err)
+	}
+	if code := get(t, pod, first); code != http.StatusOK {
+		t.Fatalf("app answered %d to the handshake cookie", code)
+	}
+	again, err := h.Cookie(t.Context(), target(pod))
+	if err != nil || again != first {
+		t.Fatalf("second request: cookie changed or failed: %v", err)
+	}
+	if n := counter(t, reg, "sandgate_handshake_total", "result", "ok"); n != 1 {
+		t.Errorf("handshakes after two requests: %v, want 1 (the second is a cache hit)", n)
+	}
+
+	// The app restarts with a new token: the old cookie gets 401, and one
+	// refresh reads the new token from the new log file.
+	if err := e.Cluster.Kubelet.KillContainer(e.NS, pod.Name); err != nil {
+		t.Fatal(err)
+	}
+	e.Eventually(30*time.Second, func() string {
+		p, err := e.Pod(name)
+		if err != nil {
+			return err.Error()
+		}
+		if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].RestartCount != 1 || !s[0].Ready {
+			return fmt.Sprintf("container not restarted and ready: %+v", s)
+		}
+		return ""
+	})
+	if code := get(t, pod, first); code != http.StatusUnauthorized {
+		t.Fatalf("restarted app answered %d to the old cookie, want 401", code)
+	}
+	fresh, err := h.Refresh(t.Context(), target(pod), first)
+	if err != nil {
+		t.Fatalf("refresh after restart: %v", err)
+	}
+	if fresh == first || get(t, pod, fresh) != http.StatusOK {
+		t.Fatal("refresh did not obtain a working new cookie")
+	}
+	if n := counter(t, reg, "sandgate_handshake_total", "result", "ok"); n != 2 {
+		t.Errorf("handshakes after the refresh: %v, want 2", n)
+	}
+
+	// Suspend deletes the pod; its entry is dropped, so the next lookup misses.
+	e.SetMode(name, agents.OperatingModeSuspended)
+	e.Eventually(30*time.Second, func() string {
+		if _, err := e.Core.CoreV1().Pods(e.NS).Get(t.Context(), pod.Name, metav1.GetOptions{}); err == nil {
+			return "pod still there"
+		}
+		return ""
+	})
+	misses := counter(t, reg, "sandgate_handshake_cache_lookups_total", "result", "miss")
+	e.Eventually(5*time.Second, func() string {
+		_, err := h.Cookie(t.Context(), target(pod))
+		if err == nil {
+			return "a cookie for the suspended pod is still served"
+		}
+		if !errors.Is(err, handshake.ErrNoLogs) && !errors.Is(err, handshake.ErrExchange) {
+			return "unexpected error: " + err.Error()
+		}
+		return ""
+	})
+	if after := counter(t, reg, "sandgate_handshake_cache_lookups_total", "result", "miss"); after <= misses {
+		t.Errorf("lookup after suspend did not miss the cache (misses %v -> %v)", misses, after)
+	}
+}
