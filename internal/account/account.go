@@ -58,10 +58,15 @@ func Managed(c *extensions.SandboxClaim) bool {
 }
 
 // FromClaim reads the account of a managed claim, rejecting malformed
-// annotations rather than guessing.
+// annotations rather than guessing. A claim being deleted (account deletion
+// or recreate, possibly held by finalizers) is no account, so its sessions
+// end as soon as the deletion is seen.
 func FromClaim(c *extensions.SandboxClaim) (Account, error) {
 	if !Managed(c) {
 		return Account{}, fmt.Errorf("%w: not managed", ErrInvalidClaim)
+	}
+	if c.DeletionTimestamp != nil {
+		return Account{}, fmt.Errorf("%w: being deleted", ErrInvalidClaim)
 	}
 	a := Account{User: c.Labels[LabelUser]}
 	if err := ValidateUser(a.User); err != nil {
@@ -118,4 +123,32 @@ func PruneRevoked(list []Revoked, now time.Time) []Revoked {
 		}
 	}
 	return out
+}
+
+// Revoke returns the revocation state after ending session sessionID, whose
+// tokens may be renewed until expiry: expired entries are pruned at now and
+// the session is added to the list, unless the list would exceed MaxRevoked,
+// in which case the epoch is raised instead and the list emptied (which ends
+// every session of the user). A session already revoked changes nothing.
+func (a Account) Revoke(sessionID string, expiry, now time.Time) (epoch int64, revoked []Revoked) {
+	list := PruneRevoked(a.Revoked, now)
+	for _, r := range list {
+		if r.SessionID == sessionID {
+			return a.Epoch, list
+		}
+	}
+	if len(list) >= MaxRevoked {
+		return a.Epoch + 1, []Revoked{}
+	}
+	return a.Epoch, append(list, Revoked{SessionID: sessionID, Expiry: expiry.Unix()})
+}
+
+// EncodeRevoked renders a revoked-session list as the value of
+// AnnotationRevokedSessions.
+func EncodeRevoked(list []Revoked) string {
+	if list == nil {
+		list = []Revoked{}
+	}
+	b, _ := json.Marshal(list) // a slice of plain structs always encodes
+	return string(b)
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzVerify checks that no input panics, every rejection wraps exactly one
-// sentinel, and nothing verifies except tokens the ring really signed.
+// sentinel, and nothing verifies (with or without the expiry check) except
+// tokens the ring really signed.
 func FuzzVerify(f *testing.F) {
 	fx := newFixture(f, 0)
 	legit := map[string]bool{}
@@ -24,6 +25,11 @@ func FuzzVerify(f *testing.F) {
 		f.Fatalf("only %d seeds verify", len(legit))
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
+		if _, err := fx.verifier.VerifyIgnoringExpiry(tok); err == nil && !ringSignedExactly(fx.ring, tok) {
+			t.Fatalf("VerifyIgnoringExpiry accepted a token the ring never signed: %q", tok)
+		} else if err != nil && matchedSentinels(err) != 1 {
+			t.Fatalf("VerifyIgnoringExpiry error %v matches %d sentinels", err, matchedSentinels(err))
+		}
 		c, err := fx.verifier.Verify(tok)
 		if err != nil {
 			if n := matchedSentinels(err); n != 1 {

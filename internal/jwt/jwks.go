@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // maxJWKSKeys bounds how many keys a JWKS may list.
@@ -26,11 +27,31 @@ type jwkSet struct {
 	Keys []jwk `json:"keys"`
 }
 
-// JWKS returns the ring's public keys as a JWKS document, oldest first, for
-// serving at /.well-known/jwks.json.
+// JWKS returns all of the ring's public keys as a JWKS document, in
+// activation order.
 func (r *KeyRing) JWKS() ([]byte, error) {
+	return marshalJWKS(r.snapshot())
+}
+
+// JWKSAt returns the JWKS to serve at /.well-known/jwks.json at now: staged
+// keys, the signing key, and keys that stopped signing no more than retired
+// before now. retired should be the token lifetime plus leeway and the
+// replicas' propagation time, so every unexpired token stays verifiable
+// while a ring that keeps older keys for renewal does not publish them.
+func (r *KeyRing) JWKSAt(now time.Time, retired time.Duration) ([]byte, error) {
+	keys := r.snapshot()
+	var out []ringKey
+	for i, k := range keys {
+		if retiredWithin(keys, i, now, retired) {
+			out = append(out, k)
+		}
+	}
+	return marshalJWKS(out)
+}
+
+func marshalJWKS(keys []ringKey) ([]byte, error) {
 	set := jwkSet{Keys: []jwk{}}
-	for _, k := range r.snapshot() {
+	for _, k := range keys {
 		set.Keys = append(set.Keys, jwk{
 			Kty: "OKP",
 			Crv: "Ed25519",

@@ -9,22 +9,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
 
-// KeyRing holds the auth API's Ed25519 signing keys, oldest first. The newest
-// key signs; older keys stay only so their tokens keep verifying. A KeyRing
-// is safe for concurrent use.
+// KeyRing holds the auth API's Ed25519 signing keys in activation order. The
+// newest key whose activation time has come signs; a staged key (activation
+// still ahead) is published but does not sign yet; older keys stay only so
+// their tokens keep verifying. A KeyRing is safe for concurrent use.
 type KeyRing struct {
 	mu   sync.RWMutex
-	keys []ringKey // never empty; the last key signs
+	keys []ringKey // never empty; sorted by active
 }
 
 type ringKey struct {
 	id      string
 	created time.Time
+	active  time.Time // signs from then until its successor's active
 	priv    ed25519.PrivateKey
+}
+
+// KeyInfo describes one key of a ring, without its private half.
+type KeyInfo struct {
+	// KID names the key in token headers and the JWKS.
+	KID string
+	// Created is when the key was generated.
+	Created time.Time
+	// Active is when the key starts signing; it signs until the next key's
+	// Active.
+	Active time.Time
 }
 
 // kidBytes is 96 bits, encoded as 16 base64url characters.
@@ -38,9 +52,11 @@ func newRingKey(now time.Time) ringKey {
 	seed := make([]byte, ed25519.SeedSize)
 	rand.Read(id) // never fails: crypto/rand.Read aborts the program instead.
 	rand.Read(seed)
+	created := now.UTC().Truncate(time.Second)
 	return ringKey{
 		id:      base64.RawURLEncoding.EncodeToString(id),
-		created: now.UTC().Truncate(time.Second),
+		created: created,
+		active:  created,
 		priv:    ed25519.NewKeyFromSeed(seed),
 	}
 }
@@ -66,28 +82,39 @@ func NewKeyRing(now time.Time) *KeyRing {
 
 // Rotate adds a fresh key created at now, which signs from then on, and
 // returns its kid.
-func (r *KeyRing) Rotate(now time.Time) string {
+func (r *KeyRing) Rotate(now time.Time) string { return r.Stage(now, now) }
+
+// Stage adds a fresh key created at now that starts signing at activate and
+// returns its kid. Until then the key is only published, so verifiers that
+// refresh their JWKS in the meantime know it before the first token it signs
+// reaches them. An activate before the newest key's is moved up to it, so
+// keys stay in activation order.
+func (r *KeyRing) Stage(now, activate time.Time) string {
 	k := newRingKey(now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	k.active = activate.UTC().Truncate(time.Second)
+	if last := r.keys[len(r.keys)-1].active; k.active.Before(last) {
+		k.active = last
+	}
 	r.keys = append(r.keys, k)
 	return k.id
 }
 
 // Prune drops every key that stopped signing more than keep before now and
-// returns how many it dropped. A key stops signing when its successor is
-// created, so measuring from then (rather than from the key's own creation)
-// keeps a key that rotated late. keep must cover the longest token lifetime
-// plus the time other replicas take to load the rotated ring; the rotation
-// period plus the token lifetime is a safe choice. The signing key is never
-// dropped.
+// returns how many it dropped. A key stops signing when its successor
+// becomes active, so measuring from then (rather than from the key's own
+// creation) keeps a key that rotated late. keep must cover the longest time
+// a token may still be verified after it was signed: the token lifetime for
+// plain verification, plus the time other replicas take to load the rotated
+// ring, or the session's maximum age when expired tokens are renewed. The
+// signing key and staged keys are never dropped.
 func (r *KeyRing) Prune(now time.Time, keep time.Duration) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cutoff := now.Add(-keep)
 	kept := make([]ringKey, 0, len(r.keys))
 	for i, k := range r.keys {
-		if i == len(r.keys)-1 || !r.keys[i+1].created.Before(cutoff) {
+		if retiredWithin(r.keys, i, now, keep) {
 			kept = append(kept, k)
 		}
 	}
@@ -96,18 +123,57 @@ func (r *KeyRing) Prune(now time.Time, keep time.Duration) int {
 	return dropped
 }
 
-// signingKey returns the key that signs now.
-func (r *KeyRing) signingKey() ringKey {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.keys[len(r.keys)-1]
+// retiredWithin reports whether keys[i] still signs at now, is staged, or
+// stopped signing no more than d before now.
+func retiredWithin(keys []ringKey, i int, now time.Time, d time.Duration) bool {
+	return i == len(keys)-1 || !keys[i+1].active.Before(now.Add(-d))
 }
 
-// snapshot returns a copy of the keys, oldest first.
+// signingKeyAt returns the key that signs at now: the newest key already
+// active, or the oldest key when none is (a ring staged ahead of a clock).
+func (r *KeyRing) signingKeyAt(now time.Time) ringKey {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for i := len(r.keys) - 1; i > 0; i-- {
+		if !r.keys[i].active.After(now) {
+			return r.keys[i]
+		}
+	}
+	return r.keys[0]
+}
+
+// snapshot returns a copy of the keys, in activation order.
 func (r *KeyRing) snapshot() []ringKey {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return append([]ringKey(nil), r.keys...)
+}
+
+// Keys describes the ring's keys in activation order.
+func (r *KeyRing) Keys() []KeyInfo {
+	keys := r.snapshot()
+	out := make([]KeyInfo, len(keys))
+	for i, k := range keys {
+		out[i] = KeyInfo{KID: k.id, Created: k.created, Active: k.active}
+	}
+	return out
+}
+
+// SigningKID returns the kid of the key that signs at now.
+func (r *KeyRing) SigningKID(now time.Time) string { return r.signingKeyAt(now).id }
+
+// PublicKey returns the public half of the ring key named kid, or an error
+// wrapping ErrUnknownKey, so a ring is itself a KeySource: the auth API
+// verifies with every key it still holds.
+func (r *KeyRing) PublicKey(kid string) (ed25519.PublicKey, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, k := range r.keys {
+		if k.id == kid {
+			return k.priv.Public().(ed25519.PublicKey), nil
+		}
+	}
+	return nil, fmt.Errorf("%w: kid %q", ErrUnknownKey, kid)
 }
 
 // keyRingJSON is the storage format: private keys as base64url Ed25519 seeds.
@@ -118,16 +184,21 @@ type keyRingJSON struct {
 type storedKeyJSON struct {
 	KID     string    `json:"kid"`
 	Created time.Time `json:"created"`
-	Seed    string    `json:"seed"`
+	// Active is absent in rings written before keys could be staged; it
+	// then defaults to Created.
+	Active *time.Time `json:"active,omitempty"`
+	Seed   string     `json:"seed"`
 }
 
 // Marshal encodes the ring, private keys included, for storage in a Secret.
 func (r *KeyRing) Marshal() ([]byte, error) {
 	var out keyRingJSON
 	for _, k := range r.snapshot() {
+		active := k.active
 		out.Keys = append(out.Keys, storedKeyJSON{
 			KID:     k.id,
 			Created: k.created,
+			Active:  &active,
 			Seed:    base64.RawURLEncoding.EncodeToString(k.priv.Seed()),
 		})
 	}
@@ -141,7 +212,7 @@ func (r *KeyRing) Marshal() ([]byte, error) {
 // UnmarshalKeyRing decodes a ring written by Marshal. It rejects unknown
 // fields, trailing data, an empty ring, bad kids, duplicate kids, missing
 // creation times and seeds that are not 32 bytes of base64url, and reports
-// every bad key at once.
+// every bad key at once. Keys are put in activation order.
 func UnmarshalKeyRing(data []byte) (*KeyRing, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -181,10 +252,15 @@ func UnmarshalKeyRing(data []byte) (*KeyRing, error) {
 			bad("seed is %d bytes, want %d", len(seed), ed25519.SeedSize)
 			continue
 		}
-		ring.keys = append(ring.keys, ringKey{id: sk.KID, created: sk.Created, priv: ed25519.NewKeyFromSeed(seed)})
+		active := sk.Created
+		if sk.Active != nil {
+			active = *sk.Active
+		}
+		ring.keys = append(ring.keys, ringKey{id: sk.KID, created: sk.Created, active: active, priv: ed25519.NewKeyFromSeed(seed)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	slices.SortStableFunc(ring.keys, func(a, b ringKey) int { return a.active.Compare(b.active) })
 	return ring, nil
 }

@@ -174,3 +174,7 @@ func with(m map[string]any, key string, v any) map[string]any {
 	out[key] = v
 	return out
 }
+
+// signingKey is the key that signs at the current wall-clock time; test
+// clocks start in the past, so it is the newest active key.
+func (r *KeyRing) signingKey() ringKey { return r.signingKeyAt(time.Now()) }

@@ -44,7 +44,7 @@ func (o SignerOptions) Validate() error {
 }
 
 // Signer issues session tokens. It is safe for concurrent use and follows
-// rotations of its KeyRing. To switch to a ring loaded from storage, build a
+// rotations of its KeyRing, signing with the key active at its clock's now. To switch to a ring loaded from storage, build a
 // new Signer; it is cheap.
 type Signer struct {
 	opts SignerOptions
@@ -69,8 +69,15 @@ func NewSigner(opts SignerOptions) (*Signer, error) {
 // fresh random one (a new login); a zero AuthTime becomes now. Renewals pass
 // the SessionID and AuthTime of the token they replace.
 func (s *Signer) Sign(c Claims) (string, error) {
+	tok, _, err := s.Issue(c)
+	return tok, err
+}
+
+// Issue is Sign that also returns the claims exactly as signed, for callers
+// that need the session id, expiry or auth time of the token they hand out.
+func (s *Signer) Issue(c Claims) (string, Claims, error) {
 	if c.User == "" {
-		return "", errors.New("sign token: user is required")
+		return "", Claims{}, errors.New("sign token: user is required")
 	}
 	now := s.opts.Now().Truncate(time.Second)
 	c.IssuedAt = now
@@ -82,14 +89,15 @@ func (s *Signer) Sign(c Claims) (string, error) {
 		c.AuthTime = now
 	}
 	if c.AuthTime.Unix() <= 0 {
-		return "", errors.New("sign token: auth time must be after 1970")
+		return "", Claims{}, errors.New("sign token: auth time must be after 1970")
 	}
-	key := s.opts.KeyRing.signingKey()
-	tok := gojwt.NewWithClaims(gojwt.SigningMethodEdDSA, toWire(c, s.opts.Issuer, s.opts.Audience))
+	key := s.opts.KeyRing.signingKeyAt(now)
+	w := toWire(c, s.opts.Issuer, s.opts.Audience)
+	tok := gojwt.NewWithClaims(gojwt.SigningMethodEdDSA, w)
 	tok.Header["kid"] = key.id
 	signed, err := tok.SignedString(key.priv)
 	if err != nil {
-		return "", fmt.Errorf("sign token: %w", err)
+		return "", Claims{}, fmt.Errorf("sign token: %w", err)
 	}
-	return signed, nil
+	return signed, w.claims(), nil
 }

@@ -31,6 +31,7 @@ type KeySource interface {
 var (
 	_ KeySource = KeySet(nil)
 	_ KeySource = (*JWKSFetcher)(nil)
+	_ KeySource = (*KeyRing)(nil)
 )
 
 // VerifierOptions configures a Verifier.
@@ -137,6 +138,28 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 		v.cache.Add(strings.Clone(token), c)
 	}
 	return c, nil
+}
+
+// VerifyIgnoringExpiry checks token like Verify but also accepts one whose
+// only fault is an exp in the past: signature, kid, iss, aud, iat and the
+// required claims must all be good. It is for renewal, so the caller must
+// bound how old a token it renews (Claims.AuthTime plus the session's
+// maximum age) and check revocation. A rejection wraps exactly one of
+// ErrMalformed, ErrBadSignature, ErrUnknownKey or ErrClaims.
+func (v *Verifier) VerifyIgnoringExpiry(token string) (Claims, error) {
+	c, err := v.Verify(token)
+	if !errors.Is(err, ErrExpired) {
+		return c, err
+	}
+	var w wireClaims
+	if _, err := v.parser.ParseWithClaims(token, &w, v.keyFor); err != nil {
+		if err := classify(err); !errors.Is(err, ErrExpired) {
+			return Claims{}, err
+		}
+	}
+	// ErrExpired is only ever chosen when every other check passed, so the
+	// signature is good and w is complete.
+	return w.claims(), nil
 }
 
 // keyFor is the gojwt key function; gojwt has already pinned alg to EdDSA.

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/authapi"
+)
+
+// config is every setting of `authapi`, as the environment and flags give
+// it. Durations accept Go syntax ("90s", "10m") or bare seconds, as the
+// seed's variables are written.
+type config struct {
+	ListenAddr, InternalAddr, OpsAddr string
+	Kubeconfig                        string
+	Namespace, ClaimPrefix, WarmPool  string
+	SigningSecret, Issuer, Audience   string
+	SessionTTL, CookieMaxAge          time.Duration
+	KeyRotationInterval               time.Duration
+	KeyPublishDelay, WakeTimeout      time.Duration
+	CookieName                        string
+	CookieSecure, AllowInsecure       bool
+	RateLimit                         int
+	RateWindow                        time.Duration
+	TrustedProxies                    string
+	InviteCode, InviteCodeFile        string
+	MaxBodyMB                         int
+	AuthProxyHeader                   string
+	InternalAudience                  string
+	AllowedServiceAccounts            string
+	TokenReviewCacheTTL, FlashTTL     time.Duration
+	ShutdownTimeout                   time.Duration
+	LogLevel                          string
+
+	problems []error // values the environment or flags could not parse
+}
+
+// defaults are the seed's defaults where the seed has the setting.
+func defaults() config {
+	return config{
+		ListenAddr: ":8080", OpsAddr: ":9090",
+		Namespace: "dsh-demo", ClaimPrefix: authapi.DefaultClaimPrefix, WarmPool: authapi.DefaultWarmPool,
+		SigningSecret: authapi.DefaultSigningSecret, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience,
+		SessionTTL: authapi.DefaultSessionTTL, CookieMaxAge: authapi.DefaultCookieMaxAge,
+		KeyRotationInterval: authapi.DefaultKeyRotationInterval, KeyPublishDelay: authapi.DefaultKeyPublishDelay,
+		WakeTimeout: authapi.DefaultWakeTimeout, CookieSecure: true,
+		RateLimit: 10, RateWindow: authapi.DefaultRateWindow, MaxBodyMB: 1,
+		InternalAudience:       authapi.DefaultInternalAudience,
+		AllowedServiceAccounts: "system:serviceaccount:sandgate:nodeproxy",
+		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL, FlashTTL: authapi.DefaultFlashTTL,
+		ShutdownTimeout: 20 * time.Second, LogLevel: "info",
+	}
+}
+
+// setting ties a flag to its environment variable.
+type setting struct {
+	flag, env, help string
+	val             flag.Value
+}
+
+func (c *config) settings() []setting {
+	return []setting{
+		{"listen-addr", "LISTEN_ADDR", "public listener (landing page, signup, login, JWKS; /internal/ too unless --internal-addr)", (*strVal)(&c.ListenAddr)},
+		{"internal-addr", "INTERNAL_ADDR", "separate listener for /internal/ routes and the JWKS; empty serves them on --listen-addr", (*strVal)(&c.InternalAddr)},
+		{"ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", (*strVal)(&c.OpsAddr)},
+		{"kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", (*strVal)(&c.Kubeconfig)},
+		{"namespace", "NAMESPACE", "namespace of the account claims and the signing Secret", (*strVal)(&c.Namespace)},
+		{"claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", (*strVal)(&c.ClaimPrefix)},
+		{"warm-pool", "WARM_POOL", "SandboxWarmPool new claims adopt from", (*strVal)(&c.WarmPool)},
+		{"signing-secret", "SIGNING_SECRET", "Secret holding the signing keys (created or filled on first start)", (*strVal)(&c.SigningSecret)},
+		{"issuer", "ISSUER", "iss of session tokens", (*strVal)(&c.Issuer)},
+		{"audience", "AUDIENCE", "aud of session tokens", (*strVal)(&c.Audience)},
+		{"session-token-ttl", "SESSION_TOKEN_TTL", "lifetime of one session token; node proxies renew it", (*durVal)(&c.SessionTTL)},
+		{"cookie-max-age", "COOKIE_MAX_AGE", "session length from login (seconds or duration)", (*durVal)(&c.CookieMaxAge)},
+		{"key-rotation-interval", "KEY_ROTATION_INTERVAL", "how often a new signing key takes over", (*durVal)(&c.KeyRotationInterval)},
+		{"key-publish-delay", "KEY_PUBLISH_DELAY", "how long a new key is in the JWKS before it signs (> node proxies' JWKS refresh)", (*durVal)(&c.KeyPublishDelay)},
+		{"wake-timeout", "WAKE_TIMEOUT", "how long signup and recreate wait for the sandbox to be Ready", (*durVal)(&c.WakeTimeout)},
+		{"cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", (*strVal)(&c.CookieName)},
+		{"cookie-secure", "COOKIE_SECURE", "mark cookies Secure (serve behind TLS)", (*boolVal)(&c.CookieSecure)},
+		{"allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", (*boolVal)(&c.AllowInsecure)},
+		{"auth-rate-limit", "AUTH_RATE_LIMIT", "signup and login requests per client per window; 0 disables", (*intVal)(&c.RateLimit)},
+		{"auth-rate-window", "AUTH_RATE_WINDOW", "rate limit window (seconds or duration)", (*durVal)(&c.RateWindow)},
+		{"trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs of proxies whose rightmost X-Forwarded-For names the client", (*strVal)(&c.TrustedProxies)},
+		{"signup-invite-code", "SIGNUP_INVITE_CODE", "invite code every signup must send; empty allows open signup", (*strVal)(&c.InviteCode)},
+		{"signup-invite-code-file", "SIGNUP_INVITE_CODE_FILE", "file holding the invite code (instead of SIGNUP_INVITE_CODE)", (*strVal)(&c.InviteCodeFile)},
+		{"max-body-mb", "MAX_BODY_MB", "request body limit in MiB", (*intVal)(&c.MaxBodyMB)},
+		{"auth-proxy-header", "AUTH_PROXY_HEADER", "trust this header as the user asserted by an SSO proxy; empty trusts none", (*strVal)(&c.AuthProxyHeader)},
+		{"internal-audience", "INTERNAL_AUDIENCE", "audience internal callers' ServiceAccount tokens must carry", (*strVal)(&c.InternalAudience)},
+		{"internal-allowed-service-accounts", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "comma-separated ServiceAccount usernames allowed on /internal/", (*strVal)(&c.AllowedServiceAccounts)},
+		{"token-review-cache-ttl", "TOKEN_REVIEW_CACHE_TTL", "how long a TokenReview result is reused", (*durVal)(&c.TokenReviewCacheTTL)},
+		{"flash-ttl", "FLASH_TTL", "how long the new-token flash cookie lives", (*durVal)(&c.FlashTTL)},
+		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", (*durVal)(&c.ShutdownTimeout)},
+		{"log-level", "LOG_LEVEL", "debug, info, warn or error", (*strVal)(&c.LogLevel)},
+	}
+}
+
+// load starts from defaults, lets the environment set them and the flags
+// override them. Unparsable values are kept as problems for validate; only
+// flag syntax errors (and --help) return an error here.
+func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
+	c := defaults()
+	fs := flag.NewFlagSet("authapi", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	for _, s := range c.settings() {
+		if v := getenv(s.env); v != "" {
+			if err := s.val.Set(v); err != nil {
+				c.problems = append(c.problems, fmt.Errorf("%s=%q: %w", s.env, v, err))
+			}
+		}
+		fs.Var(s.val, s.flag, s.help)
+	}
+	fs.Usage = func() { usage(usageOut) }
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c, nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: authapi [flags]
+       authapi jwt inspect [flags] [TOKEN]
+
+sandgate's auth API: accounts as SandboxClaims, JWT session cookies that node
+proxies verify offline, the landing page. Every flag can also be set by the
+environment variable in brackets; flags win. Durations take "90s", "10m" or
+bare seconds.
+
+`)
+	d := defaults()
+	for _, s := range d.settings() {
+		def := s.val.String()
+		if s.env == "SIGNUP_INVITE_CODE" {
+			def = "" // never print a secret, not even a default
+		}
+		fmt.Fprintf(w, "  --%s [%s]\n        %s", s.flag, s.env, s.help)
+		if def != "" {
+			fmt.Fprintf(w, " (default %s)", def)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, `
+Listeners: --listen-addr serves browsers and API clients; --ops-addr serves
+/healthz, /readyz and /metrics; the process refuses to start with
+COOKIE_SECURE=false unless ALLOW_INSECURE_COOKIES=1.
+`)
+}
+
+var (
+	prefixPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*)?$`)
+	saPattern     = regexp.MustCompile(`^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
+
+// validate reports every problem at once and changes nothing.
+func (c config) validate() error {
+	errs := append([]error(nil), c.problems...)
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !c.CookieSecure && !c.AllowInsecure {
+		bad("COOKIE_SECURE=false needs ALLOW_INSECURE_COOKIES=1: insecure cookies are for a local plain-HTTP demo only")
+	}
+	for name, v := range map[string]string{"LISTEN_ADDR": c.ListenAddr, "OPS_ADDR": c.OpsAddr, "NAMESPACE": c.Namespace,
+		"WARM_POOL": c.WarmPool, "SIGNING_SECRET": c.SigningSecret, "ISSUER": c.Issuer, "AUDIENCE": c.Audience, "INTERNAL_AUDIENCE": c.InternalAudience} {
+		if v == "" {
+			bad("%s must not be empty", name)
+		}
+	}
+	if c.ListenAddr == c.OpsAddr || (c.InternalAddr != "" && (c.InternalAddr == c.ListenAddr || c.InternalAddr == c.OpsAddr)) {
+		bad("LISTEN_ADDR, INTERNAL_ADDR and OPS_ADDR must differ")
+	}
+	if !prefixPattern.MatchString(c.ClaimPrefix) || len(c.ClaimPrefix)+account.MaxUserLen > 63 {
+		bad("CLAIM_PREFIX %q must be lowercase letters, digits and hyphens, at most %d characters", c.ClaimPrefix, 63-account.MaxUserLen)
+	}
+	if c.SessionTTL < time.Minute || c.SessionTTL > time.Hour {
+		bad("SESSION_TOKEN_TTL %v must be between 1m and 1h", c.SessionTTL)
+	}
+	if c.CookieMaxAge < c.SessionTTL {
+		bad("COOKIE_MAX_AGE %v must be at least SESSION_TOKEN_TTL %v", c.CookieMaxAge, c.SessionTTL)
+	}
+	if c.KeyPublishDelay < 0 || c.KeyRotationInterval < 2*c.KeyPublishDelay || c.KeyRotationInterval < time.Minute {
+		bad("KEY_ROTATION_INTERVAL %v must be at least 1m and twice KEY_PUBLISH_DELAY %v", c.KeyRotationInterval, c.KeyPublishDelay)
+	}
+	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "AUTH_RATE_WINDOW": c.RateWindow,
+		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "FLASH_TTL": c.FlashTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
+		if d <= 0 {
+			bad("%s %v must be positive", name, d)
+		}
+	}
+	if c.RateLimit < 0 {
+		bad("AUTH_RATE_LIMIT %d must not be negative", c.RateLimit)
+	}
+	if c.MaxBodyMB < 1 {
+		bad("MAX_BODY_MB %d must be at least 1", c.MaxBodyMB)
+	}
+	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.InviteCode != "" && c.InviteCodeFile != "" {
+		bad("set SIGNUP_INVITE_CODE or SIGNUP_INVITE_CODE_FILE, not both")
+	}
+	for _, sa := range splitList(c.AllowedServiceAccounts) {
+		if !saPattern.MatchString(sa) {
+			bad("INTERNAL_ALLOWED_SERVICE_ACCOUNTS entry %q is not system:serviceaccount:<namespace>:<name>", sa)
+		}
+	}
+	if _, err := c.level(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.CookieName != "" && strings.ContainsAny(c.CookieName, " \t;,=\"") {
+		bad("COOKIE_NAME %q is not a cookie token", c.CookieName)
+	}
+	return errors.Join(errs...)
+}
+
+func (c config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, s := range splitList(c.TrustedProxies) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				errs = append(errs, fmt.Errorf("TRUSTED_PROXIES entry %q is not a CIDR or address", s))
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}
+
+// inviteCode returns the invite code, read from its file when one is named.
+func (c config) inviteCode() (string, error) {
+	if c.InviteCodeFile == "" {
+		return c.InviteCode, nil
+	}
+	b, err := os.ReadFile(c.InviteCodeFile)
+	if err != nil {
+		return "", fmt.Errorf("read invite code file: %w", err)
+	}
+	code := strings.TrimSpace(string(b))
+	if code == "" {
+		return "", errors.New("invite code file is empty")
+	}
+	return code, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Flag value types over config fields.
+type (
+	strVal  string
+	boolVal bool
+	intVal  int
+	durVal  time.Duration
+)
+
+func (v *strVal) Set(s string) error { *v = strVal(s); return nil }
+func (v *strVal) String() string     { return string(*v) }
+
+func (v *boolVal) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("not a boolean")
+	}
+	*v = boolVal(b)
+	return nil
+}
+func (v *boolVal) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolVal) IsBoolFlag() bool { return true }
+
+func (v *intVal) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not an integer")
+	}
+	*v = intVal(n)
+	return nil
+}
+func (v *intVal) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *durVal) Set(s string) error {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		*v = durVal(time.Duration(n * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration or a number of seconds")
+	}
+	*v = durVal(d)
+	return nil
+}
+func (v *durVal) String() string { return time.Duration(*v).String() }

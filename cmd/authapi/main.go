@@ -1,0 +1,151 @@
+// Command authapi runs sandgate's auth API (accounts, JWT sessions, landing
+// page) and, as `authapi jwt inspect`, checks a session token for operators.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: 0 on success, 1 on failure, 2 on a
+// usage error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) >= 2 && args[0] == "jwt" && args[1] == "inspect" {
+		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
+	}
+	c, err := load(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "authapi:", err)
+		return 2
+	}
+	if err := c.validate(); err != nil {
+		fmt.Fprintf(stderr, "authapi: invalid configuration:\n%v\n", err)
+		return 2
+	}
+	level, _ := c.level()
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve(ctx, c, log); err != nil {
+		log.Error("exit", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// serve wires the auth API and runs it until ctx ends, then shuts down
+// gracefully: readiness drops, listeners stop accepting, requests in flight
+// get SHUTDOWN_TIMEOUT to finish.
+func serve(ctx context.Context, c config, log *slog.Logger) error {
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	restCfg.UserAgent = "sandgate-authapi"
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("build kube client: %w", err)
+	}
+	sb, err := sandboxapi.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	invite, err := c.inviteCode()
+	if err != nil {
+		return err
+	}
+	proxies, _ := c.trustedProxies() // validated
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := authapi.New(authapi.Options{
+		Logger: log, Metrics: authapi.NewMetrics(reg), Kube: kube, Sandboxes: sb,
+		Namespace: c.Namespace, ClaimPrefix: c.ClaimPrefix, WarmPool: c.WarmPool, SigningSecret: c.SigningSecret,
+		Issuer: c.Issuer, Audience: c.Audience, SessionTTL: c.SessionTTL,
+		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
+		KeyRotationInterval: c.KeyRotationInterval, KeyPublishDelay: c.KeyPublishDelay, WakeTimeout: c.WakeTimeout,
+		RateLimit: c.RateLimit, RateWindow: c.RateWindow, TrustedProxies: proxies, InviteCode: invite,
+		MaxBodyBytes: int64(c.MaxBodyMB) << 20, AuthProxyHeader: c.AuthProxyHeader,
+		InternalAudience: c.InternalAudience, AllowedServiceAccounts: splitList(c.AllowedServiceAccounts),
+		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL,
+	})
+	if err != nil {
+		return err
+	}
+
+	// Bind every listener before anything reports ready.
+	public := srv.Handler()
+	listeners := map[string]http.Handler{c.OpsAddr: authapi.OpsHandler(srv.Ready, reg)}
+	if c.InternalAddr != "" {
+		public = srv.Public()
+		listeners[c.InternalAddr] = srv.Internal()
+	}
+	listeners[c.ListenAddr] = public
+	var servers []*http.Server
+	g, gctx := errgroup.WithContext(ctx)
+	for addr, h := range listeners {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, s := range servers {
+				s.Close()
+			}
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s := &http.Server{
+			Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: c.WakeTimeout + time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		servers = append(servers, s)
+		log.Info("listening", "addr", ln.Addr().String())
+		g.Go(func() error {
+			if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve %s: %w", addr, err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error { return srv.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		log.Info("shutting down", "timeout_ms", c.ShutdownTimeout.Milliseconds())
+		sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
+		defer cancel()
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Shutdown(sctx))
+		}
+		return errors.Join(errs...)
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/jwt"
+)
+
+var cluster *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	code := clustertest.Main(m, &cluster)
+	if code == 0 {
+		if err := goleak.Find(
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+// syncBuffer is a writer the server logs to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func runCmd(t *testing.T, args []string, e map[string]string, stdin string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), args, env(e), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	code, out, _ := runCmd(t, []string{"--help"}, map[string]string{"SIGNUP_INVITE_CODE": "hush"}, "")
+	if code != 0 {
+		t.Fatalf("--help exits %d", code)
+	}
+	d := defaults()
+	for _, s := range d.settings() {
+		if !strings.Contains(out, "--"+s.flag+" ["+s.env+"]") {
+			t.Errorf("--help lacks --%s [%s]", s.flag, s.env)
+		}
+	}
+	if strings.Contains(out, "hush") {
+		t.Error("--help prints the invite code")
+	}
+	code, _, errOut := runCmd(t, []string{"jwt", "inspect", "--help"}, nil, "")
+	if code != 0 || !strings.Contains(errOut, "--jwks-url") || !strings.Contains(errOut, "revoked") {
+		t.Errorf("jwt inspect --help: %d %s", code, errOut)
+	}
+}
+
+func TestEnvironmentThenFlags(t *testing.T) {
+	c, err := load([]string{"--namespace", "from-flag", "--wake-timeout=2m"}, env(map[string]string{
+		"NAMESPACE": "from-env", "WAKE_TIMEOUT": "30", "COOKIE_MAX_AGE": "3600", "AUTH_RATE_WINDOW": "1.5",
+		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1",
+	}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "from-flag" || c.WakeTimeout != 2*time.Minute || c.CookieMaxAge != time.Hour || c.RateWindow != 1500*time.Millisecond ||
+		c.CookieSecure || !c.AllowInsecure {
+		t.Errorf("config %+v", c)
+	}
+	if err := c.validate(); err != nil {
+		t.Errorf("valid config refused: %v", err)
+	}
+	p, _ := c.trustedProxies()
+	if len(p) != 2 || p[1].String() != "192.0.2.1/32" {
+		t.Errorf("trusted proxies %v", p)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	code, _, errOut := runCmd(t, nil, map[string]string{
+		"COOKIE_SECURE": "false", "SESSION_TOKEN_TTL": "5s", "MAX_BODY_MB": "zero", "TRUSTED_PROXIES": "not-a-cidr",
+		"CLAIM_PREFIX": "Bad_", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS": "nodeproxy", "LOG_LEVEL": "loud",
+		"SIGNUP_INVITE_CODE": "a", "SIGNUP_INVITE_CODE_FILE": "/x", "OPS_ADDR": ":8080",
+	}, "")
+	if code != 2 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"ALLOW_INSECURE_COOKIES=1", "SESSION_TOKEN_TTL", "MAX_BODY_MB", "TRUSTED_PROXIES", "CLAIM_PREFIX",
+		"INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "LOG_LEVEL", "not both", "must differ"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("validation output lacks %s:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, `"a"`) {
+		t.Error("validation output shows the invite code")
+	}
+}
+
+func TestInsecureCookiesNeedTheDemoSwitch(t *testing.T) {
+	c, _ := load(nil, env(map[string]string{"COOKIE_SECURE": "false"}), &bytes.Buffer{})
+	if err := c.validate(); err == nil || !strings.Contains(err.Error(), "ALLOW_INSECURE_COOKIES") {
+		t.Errorf("COOKIE_SECURE=false alone: %v", err)
+	}
+	c, _ = load([]string{"--allow-insecure-cookies"}, env(map[string]string{"COOKIE_SECURE": "false"}), &bytes.Buffer{})
+	if err := c.validate(); err != nil {
+		t.Errorf("with the switch: %v", err)
+	}
+}
+
+// TestJWTInspect runs the subcommand on tokens signed by a ring written to
+// disk, as the Secret holds it, and as the JWKS serves it.
+func TestJWTInspect(t *testing.T) {
+	dir := t.TempDir()
+	ring := jwt.NewKeyRing(time.Now())
+	signer, _ := jwt.NewSigner(jwt.SignerOptions{KeyRing: ring, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience})
+	tok, _ := signer.Sign(jwt.Claims{User: "alice", Epoch: 3})
+	jwks, _ := ring.JWKS()
+	ringJSON, _ := ring.Marshal()
+	jwksFile, ringFile := filepath.Join(dir, "jwks.json"), filepath.Join(dir, "ring.json")
+	_ = os.WriteFile(jwksFile, jwks, 0o600)
+	_ = os.WriteFile(ringFile, ringJSON, 0o600)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(jwks) }))
+	defer srv.Close()
+	other := jwt.NewKeyRing(time.Now())
+	otherJWKS, _ := other.JWKS()
+	otherFile := filepath.Join(dir, "other.json")
+	_ = os.WriteFile(otherFile, otherJWKS, 0o600)
+
+	cases := []struct {
+		name    string
+		args    []string
+		stdin   string
+		code    int
+		verdict string
+	}{
+		{"jwks file", []string{"--key-file", jwksFile, tok}, "", 0, "valid"},
+		{"ring file", []string{"--key-file", ringFile, tok}, "", 0, "valid"},
+		{"jwks url", []string{"--jwks-url", srv.URL, tok}, "", 0, "valid"},
+		{"stdin cookie header", []string{"--key-file", jwksFile}, "Cookie: dsh_gw_session=" + tok + "\n", 0, "valid"},
+		{"stdin dash", []string{"--key-file", jwksFile, "-"}, tok, 0, "valid"},
+		{"unknown kid", []string{"--key-file", otherFile, tok}, "", 1, "unknown kid"},
+		{"bad signature", []string{"--key-file", jwksFile, forged(tok)}, "", 1, "bad signature"},
+		{"wrong audience", []string{"--key-file", jwksFile, "--audience", "x", tok}, "", 1, "invalid claims"},
+		{"malformed", []string{"--key-file", jwksFile, "hello"}, "", 1, "malformed"},
+		{"no keys", []string{tok}, "", 2, ""},
+		{"two key sources", []string{"--key-file", jwksFile, "--jwks-url", srv.URL, tok}, "", 2, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, append([]string{"jwt", "inspect"}, tc.args...), nil, tc.stdin)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stdout %s stderr %s", code, tc.code, out, errOut)
+			}
+			if tc.verdict == "" {
+				return
+			}
+			var rep authapi.Report
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("output is not a report: %v\n%s", err, out)
+			}
+			if rep.Verdict != tc.verdict {
+				t.Errorf("verdict %q, want %q (%s)", rep.Verdict, tc.verdict, rep.Detail)
+			}
+		})
+	}
+}
+
+// forged changes the first character of tok's signature.
+func forged(tok string) string {
+	i := strings.LastIndexByte(tok, '.') + 1
+	c := byte('A')
+	if tok[i] == 'A' {
+		c = 'B'
+	}
+	return tok[:i] + string(c) + tok[i+1:]
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestServeAndShutDown runs the real command against the API server: the
+// ops listener reports ready, the public one serves the landing page and
+// JWKS (and not /metrics), and cancelling shuts it down cleanly.
+func TestServeAndShutDown(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := controlplane.WriteKubeconfig(cluster.AdminConfig(), kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	pub, ops := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	logs := &syncBuffer{}
+	go func() {
+		done <- run(ctx, nil, env(map[string]string{
+			"KUBECONFIG": kubeconfig, "NAMESPACE": ns, "LISTEN_ADDR": pub, "OPS_ADDR": ops,
+			"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1",
+		}), strings.NewReader(""), &bytes.Buffer{}, logs)
+	}()
+	get := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for get("http://"+ops+"/readyz") != 200 {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("not ready; logs:\n%s", logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for path, want := range map[string]int{"/": 200, "/.well-known/jwks.json": 200, "/metrics": 404} {
+		if got := get("http://" + pub + path); got != want {
+			t.Errorf("public %s: %d, want %d", path, got, want)
+		}
+	}
+	for path, want := range map[string]int{"/healthz": 200, "/metrics": 200} {
+		if got := get("http://" + ops + path); got != want {
+			t.Errorf("ops %s: %d, want %d", path, got, want)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d; logs:\n%s", code, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no shutdown within 30s")
+	}
+	if !strings.Contains(logs.String(), `"msg":"shutting down"`) {
+		t.Errorf("no shutdown log:\n%s", logs.String())
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

@@ -1,0 +1,65 @@
+package authapi
+
+import (
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/account"
+)
+
+// handleDelete deletes the account in the path (DELETE /users/{user}, or
+// POST /users/{user}/delete from the landing page's confirmation form, which
+// must repeat the user name). Deleting the claim removes the sandbox and
+// its workspace and ends every session: node proxies refuse a user whose
+// claim is gone or terminating.
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	in, err := s.readInput(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	user := r.PathValue("user")
+	if in.User == "" {
+		in.User = user // a bearer token is checked against the path's account
+	}
+	a, _, err := s.actor(w, r, in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if a.User != user {
+		s.fail(w, r, fmt.Errorf("%w: %q deleting %q", ErrForbidden, a.User, user))
+		return
+	}
+	if r.Method == http.MethodPost && in.Confirm != user {
+		s.fail(w, r, ErrNotConfirmed)
+		return
+	}
+	c, err := s.claims.claims.Get(r.Context(), s.claims.name(user), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		s.fail(w, r, fmt.Errorf("delete: get claim: %w: %w", ErrUnavailable, err))
+		return
+	case !account.Managed(c):
+		s.fail(w, r, fmt.Errorf("delete: claim not managed: %w", ErrNoAccount))
+		return
+	default:
+		if err := s.claims.remove(r.Context(), c); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	s.opts.Metrics.Revocations.WithLabelValues("delete").Inc()
+	s.log.Info("account deleted", "user", user)
+	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
+	http.SetCookie(w, s.expiredCookie(s.flashCookieName(), http.SameSiteStrictMode))
+	if browser(r) {
+		seeOther(w, r, "/")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,35 @@
+package authapi
+
+import (
+	"net/http"
+)
+
+// handleLogout ends the session of the cookie: its sid goes on the claim's
+// revoked list, so every node proxy refuses it (and renewal stops) as soon
+// as its claim informer sees the change. Without a valid session it only
+// clears the cookies. A browser is sent back to the landing page; other
+// clients get 204.
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if s.hasSessionCookie(r) {
+		if err := s.checkOrigin(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		ck, _ := r.Cookie(s.opts.CookieName)
+		if c, err := s.verifier.VerifyIgnoringExpiry(ck.Value); err == nil {
+			expiry := c.AuthTime.Add(s.opts.CookieMaxAge)
+			if err := s.claims.revokeSession(r.Context(), c.User, c.SessionID, c.Epoch, expiry); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			s.log.Info("logout", "user", c.User)
+		}
+	}
+	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
+	http.SetCookie(w, s.expiredCookie(s.flashCookieName(), http.SameSiteStrictMode))
+	if browser(r) {
+		seeOther(w, r, "/")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,90 @@
+package authapi
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the auth API's Prometheus collectors. Label values come from
+// small fixed sets: route names, status classes, outcomes, reasons, stages.
+type Metrics struct {
+	// Requests counts responses by route and status class (2xx, 3xx, ...).
+	Requests *prometheus.CounterVec
+	// Duration is the request latency by route.
+	Duration *prometheus.HistogramVec
+	// Stage is the latency of one pipeline stage (claim_create, claim_ready,
+	// claim_delete, revoke, token_review).
+	Stage *prometheus.HistogramVec
+	// Signups counts signups by outcome (created, exists, rejected).
+	Signups *prometheus.CounterVec
+	// Logins counts logins by outcome (ok, rejected).
+	Logins *prometheus.CounterVec
+	// Rejections counts refused requests by reason (rate_limited,
+	// bad_invite, invalid_user, too_large, bad_origin, ...).
+	Rejections *prometheus.CounterVec
+	// ClaimReady is the time from creating a claim to seeing it Ready.
+	ClaimReady prometheus.Histogram
+	// Renewals counts session renewals by outcome (ok, ended, bad_token).
+	Renewals *prometheus.CounterVec
+	// Revocations counts ended sessions by kind (logout, epoch, recreate,
+	// delete).
+	Revocations *prometheus.CounterVec
+	// KeyRotations counts signing keys this replica staged.
+	KeyRotations prometheus.Counter
+	// SigningKeys is the number of keys in the loaded ring.
+	SigningKeys prometheus.Gauge
+	// TokenReviews counts internal-caller checks by outcome (allowed,
+	// denied, unauthenticated, error) and whether the cache answered.
+	TokenReviews *prometheus.CounterVec
+}
+
+// NewMetrics creates the collectors and registers them with reg, which is
+// normally a private registry; nil registers nothing (tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns, sub = "sandgate", "authapi"
+	m := &Metrics{
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total", Help: "HTTP responses by route and status class.",
+		}, []string{"route", "code"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120},
+		}, []string{"route"}),
+		Stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "stage_duration_seconds", Help: "Latency of one pipeline stage.",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120},
+		}, []string{"stage"}),
+		Signups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "signups_total", Help: "Signups by outcome.",
+		}, []string{"outcome"}),
+		Logins: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "logins_total", Help: "Logins by outcome.",
+		}, []string{"outcome"}),
+		Rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "rejections_total", Help: "Refused requests by reason.",
+		}, []string{"reason"}),
+		ClaimReady: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "claim_ready_seconds", Help: "Time from claim creation to Ready.",
+			Buckets: []float64{.25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300},
+		}),
+		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "renewals_total", Help: "Session renewals by outcome.",
+		}, []string{"outcome"}),
+		Revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "revocations_total", Help: "Ended sessions by kind.",
+		}, []string{"kind"}),
+		KeyRotations: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "key_rotations_total", Help: "Signing keys staged by this replica.",
+		}),
+		SigningKeys: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "signing_keys", Help: "Keys in the loaded signing key ring.",
+		}),
+		TokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "token_reviews_total", Help: "Internal-caller checks by outcome and cache use.",
+		}, []string{"outcome", "cached"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Requests, m.Duration, m.Stage, m.Signups, m.Logins, m.Rejections, m.ClaimReady,
+			m.Renewals, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews)
+	}
+	return m
+}

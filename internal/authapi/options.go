@@ -1,0 +1,205 @@
+package authapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+)
+
+// Defaults used by New for zero Options fields.
+const (
+	DefaultClaimPrefix         = "dsh-"
+	DefaultWarmPool            = "dsh-pool"
+	DefaultSigningSecret       = "sandgate-authapi-signing-keys"
+	DefaultIssuer              = "sandgate-authapi"
+	DefaultAudience            = "sandgate"
+	DefaultInternalAudience    = "sandgate-authapi"
+	DefaultCookieName          = "dsh_gw_session"
+	DefaultSessionTTL          = 10 * time.Minute
+	DefaultCookieMaxAge        = 7 * 24 * time.Hour
+	DefaultKeyRotationInterval = 24 * time.Hour
+	DefaultKeyPublishDelay     = 10 * time.Minute
+	DefaultWakeTimeout         = 60 * time.Second
+	DefaultRateWindow          = 60 * time.Second
+	DefaultMaxBodyBytes        = 1 << 20
+	DefaultTokenReviewCacheTTL = 10 * time.Second
+	DefaultFlashTTL            = 10 * time.Minute
+)
+
+// securePrefix is the cookie-name prefix browsers bind to a secure,
+// host-only, Path=/ cookie.
+const securePrefix = "__Host-"
+
+// Options configures a Server. main fills it from flags and the environment;
+// New fills zero values with the defaults above.
+type Options struct {
+	// Logger receives JSON logs; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives measurements; nil creates unregistered collectors.
+	Metrics *Metrics
+	// Kube reaches Secrets (signing keys) and TokenReviews. Required.
+	Kube kubernetes.Interface
+	// Sandboxes reaches SandboxClaims and Sandboxes. Required.
+	Sandboxes *sandboxapi.Client
+	// Namespace holds the claims and the signing Secret. Required.
+	Namespace string
+	// ClaimPrefix names a user's claim `<ClaimPrefix><user>`.
+	ClaimPrefix string
+	// WarmPool is the SandboxWarmPool new claims adopt from.
+	WarmPool string
+	// SigningSecret is the Secret that holds the signing keys.
+	SigningSecret string
+	// Issuer and Audience are the session tokens' iss and aud.
+	Issuer, Audience string
+	// SessionTTL is one session token's lifetime; renewal extends a session
+	// up to CookieMaxAge.
+	SessionTTL time.Duration
+	// CookieName overrides the session cookie name; empty means
+	// dsh_gw_session, or __Host-dsh_gw_session when CookieSecure.
+	CookieName string
+	// CookieSecure sets the Secure attribute (and the __Host- prefix).
+	CookieSecure bool
+	// CookieMaxAge is how long a session lasts from login.
+	CookieMaxAge time.Duration
+	// KeyRotationInterval is how often a new signing key is staged.
+	KeyRotationInterval time.Duration
+	// KeyPublishDelay is how long a staged key is published before it signs;
+	// it must exceed the node proxies' JWKS refresh interval.
+	KeyPublishDelay time.Duration
+	// WakeTimeout bounds how long signup and recreate wait for Ready.
+	WakeTimeout time.Duration
+	// RateLimit is how many signup and login requests one client may make
+	// per RateWindow; zero disables the limit.
+	RateLimit  int
+	RateWindow time.Duration
+	// TrustedProxies are the peers (node proxies) whose rightmost
+	// X-Forwarded-For entry names the client.
+	TrustedProxies []netip.Prefix
+	// InviteCode, when set, must accompany every signup.
+	InviteCode string
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64
+	// AuthProxyHeader, when set, names the header an SSO proxy asserts the
+	// user in; it is trusted only when set.
+	AuthProxyHeader string
+	// InternalAudience is the audience internal callers' ServiceAccount
+	// tokens must be bound to.
+	InternalAudience string
+	// AllowedServiceAccounts are the usernames
+	// (system:serviceaccount:<ns>:<name>) allowed to call internal routes.
+	AllowedServiceAccounts []string
+	// TokenReviewCacheTTL is how long a TokenReview result is reused.
+	TokenReviewCacheTTL time.Duration
+	// FlashTTL is how long the sealed cookie that shows a new bearer token
+	// on the landing page lives.
+	FlashTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports every problem with o at once and changes nothing. Zero
+// values that New fills are accepted.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("authapi: "+format, args...)) }
+	if o.Kube == nil {
+		bad("kube client is required")
+	}
+	if o.Sandboxes == nil {
+		bad("sandbox client is required")
+	}
+	if o.Namespace == "" {
+		bad("namespace is required")
+	}
+	if p := o.ClaimPrefix; p != "" && len(p)+account.MaxUserLen > 63 {
+		bad("claim prefix %q leaves no room for %d-character user names in a 63-character name", p, account.MaxUserLen)
+	}
+	for name, d := range map[string]time.Duration{
+		"session TTL": o.SessionTTL, "cookie max age": o.CookieMaxAge, "key rotation interval": o.KeyRotationInterval,
+		"key publish delay": o.KeyPublishDelay, "wake timeout": o.WakeTimeout, "rate window": o.RateWindow,
+		"token review cache TTL": o.TokenReviewCacheTTL, "flash TTL": o.FlashTTL,
+	} {
+		if d < 0 {
+			bad("%s %v is negative", name, d)
+		}
+	}
+	if o.RateLimit < 0 {
+		bad("rate limit %d is negative", o.RateLimit)
+	}
+	if o.MaxBodyBytes < 0 {
+		bad("max body bytes %d is negative", o.MaxBodyBytes)
+	}
+	if o.CookieName != "" && !validCookieName(o.CookieName) {
+		bad("cookie name %q is not a valid cookie token", o.CookieName)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns o with zero values filled.
+func (o Options) withDefaults() Options {
+	set := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setS := func(p *string, d string) {
+		if *p == "" {
+			*p = d
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	setS(&o.ClaimPrefix, DefaultClaimPrefix)
+	setS(&o.WarmPool, DefaultWarmPool)
+	setS(&o.SigningSecret, DefaultSigningSecret)
+	setS(&o.Issuer, DefaultIssuer)
+	setS(&o.Audience, DefaultAudience)
+	setS(&o.InternalAudience, DefaultInternalAudience)
+	if o.CookieName == "" {
+		o.CookieName = DefaultCookieName
+		if o.CookieSecure {
+			o.CookieName = securePrefix + DefaultCookieName
+		}
+	}
+	set(&o.SessionTTL, DefaultSessionTTL)
+	set(&o.CookieMaxAge, DefaultCookieMaxAge)
+	set(&o.KeyRotationInterval, DefaultKeyRotationInterval)
+	set(&o.KeyPublishDelay, DefaultKeyPublishDelay)
+	set(&o.WakeTimeout, DefaultWakeTimeout)
+	set(&o.RateWindow, DefaultRateWindow)
+	set(&o.TokenReviewCacheTTL, DefaultTokenReviewCacheTTL)
+	set(&o.FlashTTL, DefaultFlashTTL)
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// validCookieName reports whether name is an RFC 6265 token.
+func validCookieName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+		switch c {
+		case '(', ')', '<', '>', '@', ',', ';', ':', '\\', '"', '/', '[', ']', '?', '=', '{', '}':
+			return false
+		}
+	}
+	return name != ""
+}

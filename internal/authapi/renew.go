@@ -1,0 +1,67 @@
+package authapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// maxRenewBody bounds a renewal request; a token is about 400 bytes.
+const maxRenewBody = 8 << 10
+
+// renewRequest is the body of POST /internal/v1/sessions/renew.
+type renewRequest struct {
+	Token string `json:"token"`
+}
+
+// renewResponse carries the renewed token and the Set-Cookie header value a
+// node proxy copies onto its response, so cookie attributes are decided here
+// only.
+type renewResponse struct {
+	Token     string `json:"token"`
+	User      string `json:"user"`
+	ExpiresAt int64  `json:"expires_at"`
+	MaxAge    int    `json:"max_age"`
+	SetCookie string `json:"set_cookie"`
+}
+
+// handleRenew issues a fresh token for a session: the presented token must
+// be authentic (signature, kid, iss, aud) but may be expired; the session
+// must be within COOKIE_MAX_AGE of its auth_time and not revoked by its
+// claim. The new token keeps sid, auth_time and epoch. Only callers the
+// TokenReview guard admits reach it.
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
+	var req renewRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRenewBody))
+	if err != nil {
+		s.fail(w, r, bodyError(err))
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Token == "" {
+		s.fail(w, r, badRequest("send {\"token\": \"<session token>\"}"))
+		return
+	}
+	c, err := s.verifier.VerifyIgnoringExpiry(req.Token)
+	if err != nil {
+		s.opts.Metrics.Renewals.WithLabelValues("bad_token").Inc()
+		s.fail(w, r, fmt.Errorf("%w: %w", ErrBadToken, err))
+		return
+	}
+	if _, _, err := s.usable(c); err != nil {
+		s.opts.Metrics.Renewals.WithLabelValues("ended").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	tok, renewed, err := s.renewToken(c)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.opts.Metrics.Renewals.WithLabelValues("ok").Inc()
+	s.log.Debug("session renewed", "user", c.User, "caller", Caller(r))
+	ck := s.sessionCookie(tok, renewed)
+	writeJSON(w, http.StatusOK, renewResponse{
+		Token: tok, User: renewed.User, ExpiresAt: renewed.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
+	})
+}

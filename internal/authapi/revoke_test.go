@@ -1,0 +1,223 @@
+package authapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/account"
+)
+
+// revocationDeadline is how soon every node proxy must refuse an ended
+// session.
+const revocationDeadline = 2 * time.Second
+
+// login returns a fresh session cookie for user.
+func (in *instance) login(t *testing.T, token string) *http.Cookie {
+	t.Helper()
+	resp, body := in.do(t, req{method: "POST", path: "/login", header: map[string]string{"Authorization": "Bearer " + token}})
+	ck := cookie(resp, DefaultCookieName)
+	if resp.StatusCode != http.StatusOK || ck == nil {
+		t.Fatalf("login: %d %s", resp.StatusCode, body)
+	}
+	return ck
+}
+
+// refusedWithin checks that the node proxy view refuses cookie within the
+// revocation deadline counted from start.
+func refusedWithin(t *testing.T, pv *proxyView, start time.Time, name string, ck *http.Cookie) {
+	t.Helper()
+	if !eventually(time.Until(start.Add(revocationDeadline)), func() bool { return pv.accepts(ck.Value) != nil }) {
+		t.Errorf("%s still accepted %v after the revocation", name, time.Since(start))
+		return
+	}
+	t.Logf("%s refused %v after the request started", name, time.Since(start).Round(time.Millisecond))
+}
+
+func TestLogoutEndsThatSessionOnly(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	in := e.start(t, nil)
+	token, first := in.signupJSON(t, "alice")
+	second := in.login(t, token)
+	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	for _, ck := range []*http.Cookie{first, second} {
+		if err := pv.accepts(ck.Value); err != nil {
+			t.Fatalf("session refused before logout: %v", err)
+		}
+	}
+
+	// Cookie-authenticated logout needs a same-origin Origin or Referer.
+	for name, h := range map[string]map[string]string{
+		"no origin":    nil,
+		"cross origin": {"Origin": "https://evil.example"},
+		"null origin":  {"Origin": "null"},
+		"bad referer":  {"Referer": "https://evil.example/page"},
+	} {
+		resp, body := in.do(t, req{method: "POST", path: "/logout", cookies: []*http.Cookie{first}, header: h})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: logout %d %s, want 403", name, resp.StatusCode, body)
+		}
+	}
+	if err := pv.accepts(first.Value); err != nil {
+		t.Fatalf("a refused logout ended the session: %v", err)
+	}
+
+	start := time.Now()
+	resp, body := in.do(t, req{method: "POST", path: "/logout", cookies: []*http.Cookie{first},
+		header: map[string]string{"Referer": in.http.URL + "/"}})
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("logout: %d %s", resp.StatusCode, body)
+	}
+	if ck := cookie(resp, DefaultCookieName); ck == nil || ck.MaxAge >= 0 {
+		t.Errorf("logout does not clear the cookie: %+v", ck)
+	}
+	refusedWithin(t, pv, start, "logged-out session", first)
+	if err := pv.accepts(second.Value); err != nil {
+		t.Errorf("logout ended the other session too: %v", err)
+	}
+	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := account.FromClaim(c)
+	if err != nil || len(a.Revoked) != 1 {
+		t.Errorf("revoked list %+v, %v", a.Revoked, err)
+	}
+	// The landing page no longer knows the logged-out cookie.
+	_, page := in.do(t, req{method: "GET", path: "/", cookies: []*http.Cookie{first}})
+	if between(page, "Signed in as <strong>", "</strong>") != "" {
+		t.Error("landing page still signed in with a logged-out cookie")
+	}
+	// Logging out without a session, or a second time, is harmless.
+	for _, cks := range [][]*http.Cookie{nil, {first}} {
+		resp, _ := in.do(t, req{method: "POST", path: "/logout", cookies: cks, header: in.origin()})
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("idle logout: %d", resp.StatusCode)
+		}
+	}
+	// A browser is sent home.
+	resp, _ = in.do(t, req{method: "POST", path: "/logout", cookies: []*http.Cookie{second},
+		header: map[string]string{"Origin": in.http.URL, "Accept": "text/html"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Errorf("browser logout: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+func TestRecreateEndsEverySessionAndKeepsTheToken(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	in := e.start(t, nil)
+	token, first := in.signupJSON(t, "alice")
+	second := in.login(t, token)
+	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	old, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for name, h := range map[string]map[string]string{"no origin": nil, "cross origin": {"Origin": "https://evil.example"}} {
+		if resp, _ := in.do(t, req{method: "POST", path: "/recreate", cookies: []*http.Cookie{first}, header: h}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s recreate: %d, want 403", name, resp.StatusCode)
+		}
+	}
+	if resp, _ := in.do(t, req{method: "POST", path: "/recreate"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous recreate: %d, want 401", resp.StatusCode)
+	}
+	if cur, _ := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{}); cur == nil || cur.UID != old.UID {
+		t.Fatal("a refused recreate replaced the claim")
+	}
+
+	start := time.Now()
+	resp, body := in.do(t, req{method: "POST", path: "/recreate", cookies: []*http.Cookie{first}, header: in.origin()})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("recreate: %d %s", resp.StatusCode, body)
+	}
+	fresh := cookie(resp, DefaultCookieName)
+	if fresh == nil {
+		t.Fatal("recreate gave the caller no new session")
+	}
+	refusedWithin(t, pv, start, "first session", first)
+	refusedWithin(t, pv, start, "second session", second)
+	if !eventually(2*time.Second, func() bool { return pv.accepts(fresh.Value) == nil }) {
+		t.Errorf("the caller's new session is refused: %v", pv.accepts(fresh.Value))
+	}
+	cur, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldEpoch, _ := strconv.ParseInt(old.Annotations[account.AnnotationSessionEpoch], 10, 64)
+	newEpoch, _ := strconv.ParseInt(cur.Annotations[account.AnnotationSessionEpoch], 10, 64)
+	if cur.UID == old.UID || newEpoch <= oldEpoch || cur.Annotations[account.AnnotationTokenHash] != old.Annotations[account.AnnotationTokenHash] {
+		t.Errorf("recreated claim: uid %s (old %s), epoch %d (old %d), same token hash %v", cur.UID, old.UID, newEpoch, oldEpoch,
+			cur.Annotations[account.AnnotationTokenHash] == old.Annotations[account.AnnotationTokenHash])
+	}
+	in.login(t, token) // the bearer token survives
+
+	// An API client recreates with its bearer token, no Origin needed.
+	resp, body = in.do(t, req{method: "POST", path: "/recreate", header: map[string]string{"Authorization": "Bearer " + token}})
+	if resp.StatusCode != http.StatusCreated {
+		t.Errorf("bearer recreate: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestDeleteEndsEverySessionForGood(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	in := e.start(t, nil)
+	token, ck := in.signupJSON(t, "alice")
+	_, bobCookie := in.signupJSON(t, "bob")
+	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+
+	refusals := []struct {
+		name string
+		rq   req
+		code int
+	}{
+		{"anonymous", req{method: "DELETE", path: "/users/alice"}, 401},
+		{"no origin", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{ck}}, 403},
+		{"cross origin", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{ck}, header: map[string]string{"Origin": "https://evil.example"}}, 403},
+		{"another user", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{bobCookie}, header: in.origin()}, 403},
+		{"wrong token", req{method: "DELETE", path: "/users/alice", header: map[string]string{"Authorization": "Bearer " + newBearerToken()}}, 401},
+		{"form unconfirmed", req{method: "POST", path: "/users/alice/delete", form: url.Values{"confirm": {"alic"}}, cookies: []*http.Cookie{ck}, header: in.origin()}, 400},
+	}
+	for _, tc := range refusals {
+		if resp, body := in.do(t, tc.rq); resp.StatusCode != tc.code {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.code)
+		}
+	}
+	if _, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a refused delete removed the claim: %v", err)
+	}
+
+	start := time.Now()
+	resp, body := in.do(t, req{method: "POST", path: "/users/alice/delete", form: url.Values{"confirm": {"alice"}}, cookies: []*http.Cookie{ck}, header: in.origin()})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("form delete: %d %s", resp.StatusCode, body)
+	}
+	refusedWithin(t, pv, start, "deleted account's session", ck)
+	if _, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("claim after delete: %v", err)
+	}
+	if resp, _ := in.do(t, req{method: "POST", path: "/login", header: map[string]string{"Authorization": "Bearer " + token}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("login after delete: %d", resp.StatusCode)
+	}
+
+	// Someone signs up under the freed name: the old cookie stays dead.
+	in.signupJSON(t, "alice")
+	time.Sleep(200 * time.Millisecond)
+	if err := pv.accepts(ck.Value); err == nil {
+		t.Error("a session of the deleted account is valid for the new account of the same name")
+	}
+
+	// An API client deletes with its bearer token.
+	bobToken, _ := in.signupJSON(t, "carol")
+	if resp, body := in.do(t, req{method: "DELETE", path: "/users/carol", header: map[string]string{"Authorization": "Bearer " + bobToken}}); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("bearer delete: %d %s", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,210 @@
+package authapi
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/jwt"
+)
+
+// Server is one auth API replica. Any number of replicas may serve at once:
+// they share the signing Secret and read accounts from their own claim
+// informers; none holds session state.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	keys     *keyStore
+	claims   *claimStore
+	verifier *jwt.Verifier
+	limiter  *limiter
+	guard    *guard
+	pages    *pages
+	// dummy is compared against when a login names no usable account, so
+	// that path does the same work as a wrong token.
+	dummy account.Account
+	// onCompare, when set (tests), runs at every token comparison.
+	onCompare func()
+
+	public   *http.ServeMux
+	internal *http.ServeMux
+	ready    atomic.Bool
+}
+
+// New validates opts, fills defaults and returns a Server; Run starts it.
+func New(opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	s := &Server{
+		opts:    opts,
+		log:     opts.Logger.With("component", "authapi"),
+		limiter: newLimiter(opts.RateLimit, opts.RateWindow, opts.Now),
+		guard:   newGuard(opts),
+	}
+	s.keys = newKeyStore(opts)
+	s.claims = newClaimStore(opts)
+	v, err := jwt.NewVerifier(jwt.VerifierOptions{
+		Keys: s.keys, Issuer: opts.Issuer, Audience: opts.Audience, Leeway: jwtLeeway, Now: opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authapi: %w", err)
+	}
+	s.verifier = v
+	if s.pages, err = loadPages(); err != nil {
+		return nil, fmt.Errorf("authapi: %w", err)
+	}
+	rand.Read(s.dummy.TokenHash[:])
+	s.routes()
+	return s, nil
+}
+
+// routes lays out the public and internal endpoints.
+func (s *Server) routes() {
+	pub := http.NewServeMux()
+	pub.Handle("GET /{$}", s.route("landing", s.handleLanding))
+	pub.Handle("GET /.well-known/jwks.json", s.route("jwks", s.handleJWKS))
+	pub.Handle("POST /users", s.route("signup", s.limited(s.handleSignup)))
+	pub.Handle("POST /login", s.route("login", s.limited(s.handleLogin)))
+	pub.Handle("POST /logout", s.route("logout", s.handleLogout))
+	pub.Handle("GET /recreate", s.route("recreate_confirm", s.handleRecreateConfirm))
+	pub.Handle("POST /recreate", s.route("recreate", s.handleRecreate))
+	pub.Handle("DELETE /users/{user}", s.route("delete", s.handleDelete))
+	pub.Handle("GET /users/{user}/delete", s.route("delete_confirm", s.handleDeleteConfirm))
+	pub.Handle("POST /users/{user}/delete", s.route("delete", s.handleDelete))
+	s.public = pub
+
+	in := http.NewServeMux()
+	in.Handle("GET /.well-known/jwks.json", s.route("jwks", s.handleJWKS))
+	in.Handle("POST /internal/v1/sessions/renew", s.route("renew", s.guard.wrap(s, http.HandlerFunc(s.handleRenew)).ServeHTTP))
+	s.internal = in
+}
+
+// HandleInternal adds an internal route (pattern as for http.ServeMux,
+// under /internal/) that only ServiceAccounts admitted by the TokenReview
+// guard reach; Caller tells the handler which one called. Call it before
+// serving.
+func (s *Server) HandleInternal(pattern, route string, h http.Handler) {
+	s.internal.Handle(pattern, s.route(route, s.guard.wrap(s, h).ServeHTTP))
+}
+
+// Public serves the browser- and client-facing API.
+func (s *Server) Public() http.Handler { return s.public }
+
+// Internal serves the routes for node proxies (and the JWKS).
+func (s *Server) Internal() http.Handler { return s.internal }
+
+// Handler serves both on one listener: /internal/ goes to Internal, the
+// rest to Public.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/internal/", s.internal)
+	mux.Handle("/", s.public)
+	return mux
+}
+
+// Ready reports whether the keys are loaded and the informers synced.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// Run loads (or creates) the signing keys, starts the claim and key
+// informers and key rotation, and blocks until ctx ends; everything it
+// started has stopped when it returns.
+func (s *Server) Run(ctx context.Context) error {
+	for wait := 500 * time.Millisecond; ; wait = min(2*wait, 10*time.Second) {
+		err := s.keys.ensure(ctx)
+		if err == nil {
+			break
+		}
+		s.log.Warn("load signing keys", "error", err, "retry_in_ms", wait.Milliseconds())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.claims.informer.RunWithContext(ctx) })
+	wg.Go(func() { s.keys.run(ctx) })
+	defer wg.Wait()
+	if !cache.WaitForCacheSync(ctx.Done(), s.claims.informer.HasSynced, s.keys.informer.HasSynced) {
+		return ctx.Err()
+	}
+	s.ready.Store(true)
+	s.log.Info("ready")
+	<-ctx.Done()
+	s.ready.Store(false)
+	return nil
+}
+
+// handleJWKS serves the public keys node proxies verify with.
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+	data, err := s.keys.jwks()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	_, _ = w.Write(data)
+}
+
+// routeKey is the context key of the route name.
+type routeKey struct{}
+
+func routeOf(r *http.Request) string {
+	name, _ := r.Context().Value(routeKey{}).(string)
+	return name
+}
+
+// route names a handler for metrics and the access log, which it writes
+// once per request after the response, and answers 503 until Ready.
+func (s *Server) route(name string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w, code: http.StatusOK}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, name))
+		if s.ready.Load() {
+			h(rec, r)
+		} else {
+			s.fail(rec, r, withRetryAfter(ErrUnavailable, time.Second))
+		}
+		d := time.Since(start)
+		s.opts.Metrics.Requests.WithLabelValues(name, fmt.Sprintf("%dxx", rec.code/100)).Inc()
+		s.opts.Metrics.Duration.WithLabelValues(name).Observe(d.Seconds())
+		s.log.Info("request", "route", name, "method", r.Method, "path", r.URL.Path, "status", rec.code,
+			"duration_ms", d.Milliseconds(), "bytes", rec.bytes, "client", clientAddr(r, s.opts.TrustedProxies).String())
+	})
+}
+
+// recorder captures the status and size of a response.
+type recorder struct {
+	http.ResponseWriter
+	code    int
+	bytes   int
+	written bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.written {
+		r.code, r.written = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.written = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

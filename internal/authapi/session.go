@@ -1,0 +1,129 @@
+package authapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// session is an authenticated browser session.
+type session struct {
+	claims  jwt.Claims
+	account account.Account
+	claim   *extensions.SandboxClaim
+}
+
+// startSession begins a new session (fresh sid, auth_time now) for a and
+// sets its cookie.
+func (s *Server) startSession(w http.ResponseWriter, a account.Account) (jwt.Claims, error) {
+	tok, c, err := s.keys.sign(jwt.Claims{User: a.User, Epoch: a.Epoch})
+	if err != nil {
+		return jwt.Claims{}, err
+	}
+	http.SetCookie(w, s.sessionCookie(tok, c))
+	return c, nil
+}
+
+// renewToken issues a fresh token for the session c: same user, sid,
+// auth_time and epoch.
+func (s *Server) renewToken(c jwt.Claims) (string, jwt.Claims, error) {
+	return s.keys.sign(jwt.Claims{User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch})
+}
+
+// sessionCookie carries token until the session's maximum age: every
+// renewal sets the same end, so the browser drops the cookie when the
+// session could no longer be renewed.
+func (s *Server) sessionCookie(token string, c jwt.Claims) *http.Cookie {
+	left := c.AuthTime.Add(s.opts.CookieMaxAge).Sub(s.opts.Now())
+	return &http.Cookie{
+		Name: s.opts.CookieName, Value: token, Path: "/",
+		MaxAge: max(int(left/time.Second), 1), HttpOnly: true, Secure: s.opts.CookieSecure, SameSite: http.SameSiteLaxMode,
+	}
+}
+
+// expiredCookie deletes cookie name.
+func (s *Server) expiredCookie(name string, sameSite http.SameSite) *http.Cookie {
+	return &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.opts.CookieSecure, SameSite: sameSite}
+}
+
+// usable decides whether session c may continue (and be renewed): within
+// its maximum age, with a live account whose claim does not revoke it. It
+// returns ErrSessionEnded otherwise. Node proxies apply the same rule from
+// their own claim informers.
+func (s *Server) usable(c jwt.Claims) (account.Account, *extensions.SandboxClaim, error) {
+	if !s.opts.Now().Before(c.AuthTime.Add(s.opts.CookieMaxAge)) {
+		return account.Account{}, nil, fmt.Errorf("%w: past the maximum age", ErrSessionEnded)
+	}
+	a, claim, ok := s.claims.accountOf(c.User)
+	if !ok {
+		return account.Account{}, nil, fmt.Errorf("%w: no account", ErrSessionEnded)
+	}
+	if !a.SessionValid(c.SessionID, c.Epoch) {
+		return account.Account{}, nil, fmt.Errorf("%w: revoked", ErrSessionEnded)
+	}
+	return a, claim, nil
+}
+
+// errNoCookie reports a request without a session cookie.
+var errNoCookie = errors.New("no session cookie")
+
+// readSession authenticates the session cookie of r. A token that is
+// expired but renewable, or has less than half its lifetime left, is
+// renewed on w, as a node proxy would. Failures wrap ErrNoSession.
+func (s *Server) readSession(w http.ResponseWriter, r *http.Request) (session, error) {
+	ck, err := r.Cookie(s.opts.CookieName)
+	if err != nil || ck.Value == "" {
+		return session{}, fmt.Errorf("%w: %w", ErrNoSession, errNoCookie)
+	}
+	c, err := s.verifier.VerifyIgnoringExpiry(ck.Value)
+	if err != nil {
+		return session{}, fmt.Errorf("%w: %w", ErrNoSession, err)
+	}
+	a, claim, err := s.usable(c)
+	if err != nil {
+		return session{}, fmt.Errorf("%w: %w", ErrNoSession, err)
+	}
+	if c.Expiry.Sub(s.opts.Now()) < s.opts.SessionTTL/2 {
+		tok, renewed, err := s.renewToken(c)
+		if err != nil {
+			return session{}, err
+		}
+		http.SetCookie(w, s.sessionCookie(tok, renewed))
+		c = renewed
+	}
+	return session{claims: c, account: a, claim: claim}, nil
+}
+
+// hasSessionCookie reports whether r carries a session cookie at all.
+func (s *Server) hasSessionCookie(r *http.Request) bool {
+	ck, err := r.Cookie(s.opts.CookieName)
+	return err == nil && ck.Value != ""
+}
+
+// actor authenticates a mutation (recreate, delete): by bearer token, which
+// no browser attaches on its own, or by session cookie, which then needs a
+// same-origin Origin or Referer.
+func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (account.Account, *extensions.SandboxClaim, error) {
+	if tok := bearer(r); tok != "" {
+		a, err := s.checkToken(in.User, tok)
+		if err != nil {
+			return account.Account{}, nil, err
+		}
+		return a, s.claims.get(a.User), nil
+	}
+	if s.hasSessionCookie(r) {
+		if err := s.checkOrigin(r); err != nil {
+			return account.Account{}, nil, err
+		}
+	}
+	sess, err := s.readSession(w, r)
+	if err != nil {
+		return account.Account{}, nil, err
+	}
+	return sess.account, sess.claim, nil
+}
