@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
@@ -53,6 +54,8 @@ type applier struct {
 func newApplier(t *testing.T) *applier {
 	t.Helper()
 	cfg := cluster.AdminConfig()
+	// PodSecurity warns about the node proxy's hostPath by design.
+	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
