@@ -1,0 +1,284 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/nodeproxy"
+)
+
+// config is every setting of `nodeproxy`, as the environment and flags
+// give it.
+type config struct {
+	ListenAddr, OpsAddr       string
+	NodeName                  string
+	Kubeconfig                string
+	Namespace, ClaimPrefix    string
+	AppContainer              string
+	AppPort                   int
+	AuthAPIURL, JWKSURL       string
+	Issuer, Audience          string
+	JWKSRefresh               time.Duration
+	SATokenFile               string
+	CookieName                string
+	CookieSecure              bool
+	AllowInsecure             bool
+	CookieMaxAge              time.Duration
+	PeerPort                  int
+	TrustedProxies            string
+	MaxBodyMB                 int
+	BufferBodyKB              int
+	MaxInFlightPerUser        int
+	WSMaxMessageBytes         int
+	HeaderAllowlist           string
+	MaxHeaderKB               int
+	LogRoot                   string
+	LogTailLines              int
+	HandshakeTimeout          time.Duration
+	HeaderTimeout             time.Duration
+	BodyTimeout, WriteTimeout time.Duration
+	IdleTimeout               time.Duration
+	UpstreamIdleTimeout       time.Duration
+	RetryAfter                time.Duration
+	ShutdownTimeout           time.Duration
+	SyncTimeout               time.Duration
+	LogLevel                  string
+
+	problems []error // values the environment or flags could not parse
+}
+
+// defaults are the seed's defaults where the seed has the setting, and the
+// auth API's for what the two must agree on.
+func defaults() config {
+	return config{
+		ListenAddr: ":8080", OpsAddr: ":9091",
+		Namespace: "dsh-demo", ClaimPrefix: informer.DefaultClaimPrefix, AppPort: informer.DefaultPort,
+		AuthAPIURL: "http://authapi.sandgate.svc:8080",
+		Issuer:     "sandgate-authapi", Audience: "sandgate", JWKSRefresh: 5 * time.Minute,
+		SATokenFile:  "/var/run/secrets/sandgate/token",
+		CookieSecure: true, CookieMaxAge: nodeproxy.DefaultCookieMaxAge,
+		MaxBodyMB: nodeproxy.DefaultMaxBodyBytes >> 20, BufferBodyKB: nodeproxy.DefaultBufferBodyBytes >> 10,
+		MaxInFlightPerUser: nodeproxy.DefaultMaxInFlightPerUser, WSMaxMessageBytes: nodeproxy.DefaultWSMaxMessageBytes,
+		MaxHeaderKB: nodeproxy.DefaultMaxHeaderBytes >> 10,
+		LogRoot:     handshake.DefaultLogRoot, LogTailLines: handshake.DefaultTailLines, HandshakeTimeout: 5 * time.Second,
+		HeaderTimeout: nodeproxy.DefaultHeaderTimeout, BodyTimeout: nodeproxy.DefaultBodyTimeout,
+		WriteTimeout: nodeproxy.DefaultWriteTimeout, IdleTimeout: nodeproxy.DefaultIdleTimeout,
+		UpstreamIdleTimeout: nodeproxy.DefaultUpstreamIdle, RetryAfter: nodeproxy.DefaultRetryAfter,
+		ShutdownTimeout: nodeproxy.DefaultDrainTimeout, SyncTimeout: 2 * time.Minute,
+		LogLevel: "info",
+	}
+}
+
+// setting ties a flag to its environment variable.
+type setting struct {
+	flag, env, help string
+	val             flag.Value
+}
+
+func (c *config) settings() []setting {
+	return []setting{
+		{"listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", (*strVal)(&c.ListenAddr)},
+		{"ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", (*strVal)(&c.OpsAddr)},
+		{"node-name", "NODE_NAME", "this node (the downward API's spec.nodeName); required", (*strVal)(&c.NodeName)},
+		{"kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", (*strVal)(&c.Kubeconfig)},
+		{"namespace", "NAMESPACE", "namespace of the account claims, Sandboxes and sandbox pods", (*strVal)(&c.Namespace)},
+		{"claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", (*strVal)(&c.ClaimPrefix)},
+		{"app-container", "APP_CONTAINER", "the agent app's container in a sandbox pod; empty means the first", (*strVal)(&c.AppContainer)},
+		{"app-port", "APP_PORT", "the agent app's port when its container declares none", (*intVal)(&c.AppPort)},
+		{"authapi-url", "AUTHAPI_URL", "auth API base URL: paths outside /u/ go there, and session renewals", (*strVal)(&c.AuthAPIURL)},
+		{"jwks-url", "JWKS_URL", "JWKS of the session signing keys; empty means <AUTHAPI_URL>/.well-known/jwks.json", (*strVal)(&c.JWKSURL)},
+		{"issuer", "ISSUER", "required iss of session tokens", (*strVal)(&c.Issuer)},
+		{"audience", "AUDIENCE", "required aud of session tokens", (*strVal)(&c.Audience)},
+		{"jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid)", (*durVal)(&c.JWKSRefresh)},
+		{"sa-token-file", "SA_TOKEN_FILE", "projected ServiceAccount token for the auth API's internal endpoints", (*strVal)(&c.SATokenFile)},
+		{"cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", (*strVal)(&c.CookieName)},
+		{"cookie-secure", "COOKIE_SECURE", "session cookies are Secure (serve behind TLS)", (*boolVal)(&c.CookieSecure)},
+		{"allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", (*boolVal)(&c.AllowInsecure)},
+		{"cookie-max-age", "COOKIE_MAX_AGE", "session length from login; older sessions are not renewed", (*durVal)(&c.CookieMaxAge)},
+		{"peer-port", "PEER_PORT", "port of the other nodes' proxies; 0 means this proxy's listen port", (*intVal)(&c.PeerPort)},
+		{"trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs whose X-Forwarded-For/Proto/Host are kept (ingress, TLS terminator)", (*strVal)(&c.TrustedProxies)},
+		{"max-body-mb", "MAX_BODY_MB", "request body limit in MiB (413 past it)", (*intVal)(&c.MaxBodyMB)},
+		{"buffer-body-kb", "BUFFER_BODY_KB", "bodies up to this size are read whole before the app sees the request", (*intVal)(&c.BufferBodyKB)},
+		{"max-in-flight-per-user", "MAX_IN_FLIGHT_PER_USER", "concurrent requests plus WebSockets per user (503 / close 1011 past it)", (*intVal)(&c.MaxInFlightPerUser)},
+		{"ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", "largest WebSocket message; a larger one closes the connection (1009)", (*intVal)(&c.WSMaxMessageBytes)},
+		{"upstream-header-allowlist", "UPSTREAM_HEADER_ALLOWLIST", "comma-separated client headers sent to the app; empty applies the denylist", (*strVal)(&c.HeaderAllowlist)},
+		{"max-header-kb", "MAX_HEADER_KB", "largest request header block (431 past it)", (*intVal)(&c.MaxHeaderKB)},
+		{"log-root", "LOG_ROOT", "the node's pod log directory, read for launch tokens", (*strVal)(&c.LogRoot)},
+		{"log-tail-lines", "DSH_LOG_TAIL_LINES", "log lines searched for the launch token, newest first", (*intVal)(&c.LogTailLines)},
+		{"handshake-timeout", "HANDSHAKE_TIMEOUT", "bound on one log read plus token exchange", (*durVal)(&c.HandshakeTimeout)},
+		{"header-timeout", "HEADER_TIMEOUT", "time a client has to send its request headers", (*durVal)(&c.HeaderTimeout)},
+		{"body-timeout", "BODY_TIMEOUT", "time a client has to send its request body", (*durVal)(&c.BodyTimeout)},
+		{"write-timeout", "WRITE_TIMEOUT", "longest a write to a client may block (a stalled reader is dropped)", (*durVal)(&c.WriteTimeout)},
+		{"keepalive-timeout", "KEEPALIVE_TIMEOUT", "keep-alive time between requests", (*durVal)(&c.IdleTimeout)},
+		{"upstream-idle-timeout", "UPSTREAM_IDLE_TIMEOUT", "longest an upstream may stay silent during an HTTP response", (*durVal)(&c.UpstreamIdleTimeout)},
+		{"retry-after", "RETRY_AFTER", "Retry-After sent with 503", (*durVal)(&c.RetryAfter)},
+		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", (*durVal)(&c.ShutdownTimeout)},
+		{"sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", (*durVal)(&c.SyncTimeout)},
+		{"log-level", "LOG_LEVEL", "debug, info, warn or error", (*strVal)(&c.LogLevel)},
+	}
+}
+
+// load starts from defaults, lets the environment set them and the flags
+// override them. Unparsable values are kept as problems for validate; only
+// flag syntax errors (and --help) return an error here.
+func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
+	c := defaults()
+	fs := flag.NewFlagSet("nodeproxy", flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	for _, s := range c.settings() {
+		if v := getenv(s.env); v != "" {
+			if err := s.val.Set(v); err != nil {
+				c.problems = append(c.problems, fmt.Errorf("%s=%q: %w", s.env, v, err))
+			}
+		}
+		fs.Var(s.val, s.flag, s.help)
+	}
+	fs.Usage = func() { usage(usageOut) }
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return c, nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage: nodeproxy [flags]
+
+sandgate's node proxy: serves /u/<user>/** from the user's sandbox pod
+(HTTP, SSE, WebSocket), verifying session cookies offline and routing from
+informer caches, and passes every other path to the auth API. Every flag can
+also be set by the environment variable in brackets; flags win. Durations
+take "90s", "10m" or bare seconds.
+
+`)
+	d := defaults()
+	for _, s := range d.settings() {
+		fmt.Fprintf(w, "  --%s [%s]\n        %s", s.flag, s.env, s.help)
+		if def := s.val.String(); def != "" && def != "0" {
+			fmt.Fprintf(w, " (default %s)", def)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprint(w, `
+The process refuses to start with COOKIE_SECURE=false unless
+ALLOW_INSECURE_COOKIES=1. /readyz passes once the informers have synced and
+the JWKS has loaded.
+`)
+}
+
+// validate reports every problem at once and changes nothing.
+func (c config) validate() error {
+	errs := append([]error(nil), c.problems...)
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !c.CookieSecure && !c.AllowInsecure {
+		bad("COOKIE_SECURE=false needs ALLOW_INSECURE_COOKIES=1: insecure cookies are for a local plain-HTTP demo only")
+	}
+	for name, v := range map[string]string{"LISTEN_ADDR": c.ListenAddr, "OPS_ADDR": c.OpsAddr, "NODE_NAME": c.NodeName,
+		"NAMESPACE": c.Namespace, "ISSUER": c.Issuer, "AUDIENCE": c.Audience, "LOG_ROOT": c.LogRoot} {
+		if v == "" {
+			bad("%s must not be empty", name)
+		}
+	}
+	if c.ListenAddr == c.OpsAddr {
+		bad("LISTEN_ADDR and OPS_ADDR must differ")
+	}
+	if _, err := c.listenPort(); err != nil {
+		errs = append(errs, err)
+	}
+	if u, err := url.Parse(c.jwksURL()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("JWKS_URL %q is not an http(s) URL", c.jwksURL())
+	}
+	for name, v := range map[string]int{"MAX_BODY_MB": c.MaxBodyMB, "BUFFER_BODY_KB": c.BufferBodyKB,
+		"MAX_IN_FLIGHT_PER_USER": c.MaxInFlightPerUser, "WS_MAX_MESSAGE_BYTES": c.WSMaxMessageBytes,
+		"MAX_HEADER_KB": c.MaxHeaderKB, "DSH_LOG_TAIL_LINES": c.LogTailLines, "APP_PORT": c.AppPort} {
+		if v < 1 {
+			bad("%s %d must be at least 1", name, v)
+		}
+	}
+	if c.BufferBodyKB > c.MaxBodyMB<<10 {
+		bad("BUFFER_BODY_KB %d exceeds MAX_BODY_MB %d", c.BufferBodyKB, c.MaxBodyMB)
+	}
+	for name, d := range map[string]time.Duration{"JWKS_REFRESH": c.JWKSRefresh, "COOKIE_MAX_AGE": c.CookieMaxAge,
+		"HANDSHAKE_TIMEOUT": c.HandshakeTimeout, "HEADER_TIMEOUT": c.HeaderTimeout, "BODY_TIMEOUT": c.BodyTimeout,
+		"WRITE_TIMEOUT": c.WriteTimeout, "KEEPALIVE_TIMEOUT": c.IdleTimeout, "UPSTREAM_IDLE_TIMEOUT": c.UpstreamIdleTimeout,
+		"RETRY_AFTER": c.RetryAfter, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "SYNC_TIMEOUT": c.SyncTimeout} {
+		if d <= 0 {
+			bad("%s %v must be positive", name, d)
+		}
+	}
+	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.level(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// jwksURL is JWKS_URL or the auth API's.
+func (c config) jwksURL() string {
+	if c.JWKSURL != "" {
+		return c.JWKSURL
+	}
+	return strings.TrimSuffix(c.AuthAPIURL, "/") + "/.well-known/jwks.json"
+}
+
+// listenPort is the port of LISTEN_ADDR, the default PEER_PORT.
+func (c config) listenPort() (int, error) {
+	_, port, err := net.SplitHostPort(c.ListenAddr)
+	if err != nil {
+		return 0, fmt.Errorf("LISTEN_ADDR %q is not host:port", c.ListenAddr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return 0, fmt.Errorf("LISTEN_ADDR %q has no numeric port", c.ListenAddr)
+	}
+	return n, nil
+}
+
+func (c config) peerPort() int {
+	if c.PeerPort != 0 {
+		return c.PeerPort
+	}
+	p, _ := c.listenPort()
+	return p
+}
+
+func (c config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, s := range splitList(c.TrustedProxies) {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				errs = append(errs, fmt.Errorf("TRUSTED_PROXIES entry %q is not a CIDR or address", s))
+				continue
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errors.Join(errs...)
+}
+
+func (c config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
+	}
+	return l, nil
+}

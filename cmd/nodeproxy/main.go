@@ -1,0 +1,184 @@
+// Command nodeproxy runs sandgate's node proxy, one per node: it serves
+// /u/<user>/** from the user's sandbox pod and passes every other path to
+// the auth API. See internal/nodeproxy.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main without the process: 0 on success, 1 on failure, 2 on a
+// usage error.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, err := load(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nodeproxy:", err)
+		return 2
+	}
+	if err := c.validate(); err != nil {
+		fmt.Fprintf(stderr, "nodeproxy: invalid configuration:\n%v\n", err)
+		return 2
+	}
+	level, _ := c.level()
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := serve(ctx, c, log); err != nil {
+		log.Error("exit", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// serve wires the node proxy and runs it until ctx ends: listeners are
+// bound first, the proxy starts serving once the informers have synced and
+// the JWKS has loaded (or SYNC_TIMEOUT passed), and shutdown drains.
+func serve(ctx context.Context, c config, log *slog.Logger) error {
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	restCfg.UserAgent = "sandgate-nodeproxy"
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("build kube client: %w", err)
+	}
+	sb, err := sandboxapi.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: c.jwksURL(), RefreshInterval: c.JWKSRefresh, Logger: log})
+	if err != nil {
+		return err
+	}
+	verifier, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: c.Issuer, Audience: c.Audience, Leeway: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	hs, err := handshake.New(handshake.Options{
+		LogRoot: c.LogRoot, TailLines: c.LogTailLines, Timeout: c.HandshakeTimeout, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	defer hs.Close()
+	idx, err := informer.New(informer.Options{
+		Namespace: c.Namespace, NodeName: c.NodeName, ClaimPrefix: c.ClaimPrefix,
+		Container: c.AppContainer, Port: c.AppPort,
+		Claims: sb.SandboxClaims(c.Namespace), Sandboxes: sb.Sandboxes(c.Namespace),
+		Pods: kube.CoreV1().Pods(c.Namespace), Nodes: kube.CoreV1().Nodes(),
+		OnPodGone: hs.ForgetPod, OnUserGone: hs.ForgetUser, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	trusted, _ := c.trustedProxies() // validated
+	var saToken func() (string, error)
+	if c.SATokenFile != "" {
+		saToken = nodeproxy.FileToken(c.SATokenFile, time.Minute)
+	}
+	proxy, err := nodeproxy.New(nodeproxy.Options{
+		NodeName: c.NodeName, Directory: idx, Verifier: verifier, Handshaker: hs, Peers: idx,
+		ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
+		AuthAPI:     c.AuthAPIURL, ServiceAccountToken: saToken,
+		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
+		PeerPort: c.peerPort(), TrustedProxies: trusted,
+		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
+		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),
+		HeaderAllowlist: splitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
+		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
+		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
+		DrainTimeout: c.ShutdownTimeout, Logger: log, Registerer: reg, Gatherer: reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", c.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	opsLn, err := net.Listen("tcp", c.OpsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen ops: %w", err)
+	}
+	ops := &http.Server{Handler: proxy.OpsHandler(), ReadHeaderTimeout: 5 * time.Second}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return idx.Run(ctx) })
+	g.Go(func() error { return fetcher.Start(ctx) })
+	g.Go(func() error {
+		if err := ops.Serve(opsLn); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve ops: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return ops.Shutdown(sctx)
+	})
+	g.Go(func() error {
+		waitReady(ctx, c.SyncTimeout, idx, fetcher, log)
+		log.Info("serving", "addr", ln.Addr().String(), "node", c.NodeName)
+		return proxy.Serve(ctx, ln)
+	})
+	return g.Wait()
+}
+
+// waitReady holds the start of serving until the caches are warm, so the
+// first requests are not refused for want of an account, but never longer
+// than timeout.
+func waitReady(ctx context.Context, timeout time.Duration, idx *informer.Index, fetcher *jwt.JWKSFetcher, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := idx.WaitForSync(ctx); err != nil {
+		log.Warn("serving before the informers synced", "err", err)
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !fetcher.Ready() {
+		select {
+		case <-ctx.Done():
+			log.Warn("serving before the JWKS loaded")
+			return
+		case <-t.C:
+		}
+	}
+}

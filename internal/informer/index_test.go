@@ -1,0 +1,304 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// stored builds an Index whose caches hold objs, without running informers.
+func stored(t *testing.T, objs ...runtime.Object) *Index {
+	t.Helper()
+	x, err := New(newFakeAPI(t).options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		var (
+			inf cache.SharedIndexInformer
+			e   any
+		)
+		switch o := obj.(type) {
+		case *extensions.SandboxClaim:
+			inf = x.claims
+			e, err = x.transformClaim(o)
+		case *agents.Sandbox:
+			inf = x.sandboxes
+			e, err = x.transformSandbox(o)
+		case *corev1.Pod:
+			inf = x.pods
+			e, err = x.transformPod(o)
+		case *corev1.Node:
+			inf = x.nodes
+			e, err = x.transformNode(o)
+		default:
+			t.Fatalf("unexpected %T", obj)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.GetStore().Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return x
+}
+
+func TestLookupRoute(t *testing.T) {
+	readyLocal := Route{
+		State: StateReady, Sandbox: "sb", Node: testNode, NodeIP: "192.0.2.1", Local: true,
+		Pod: Pod{Namespace: testNS, Name: "sb", UID: uidA, Container: "dsh", Addr: "10.0.0.5:3080"},
+	}
+	node := newNode(testNode, "192.0.2.1")
+	otherNode := newNode("node-b", "192.0.2.2")
+	pod := newPod("sb", uidA, testNode, "10.0.0.5", true)
+	terminating := newPod("sb", uidA, testNode, "10.0.0.5", true)
+	now := metav1.Now()
+	terminating.DeletionTimestamp = &now
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		want Route
+	}{
+		{"ready local pod", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), pod, node}, readyLocal},
+		{"not adopted yet", []runtime.Object{newClaim("bob", "")}, Route{}},
+		{"sandbox not cached", []runtime.Object{newClaim("bob", "sb")}, Route{Sandbox: "sb"}},
+		{"suspended", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, true), pod}, Route{State: StateSuspended, Sandbox: "sb"}},
+		{"not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", false, false), pod}, Route{Sandbox: "sb"}},
+		{"ready without pod name", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false), pod}, Route{Sandbox: "sb"}},
+		{"local pod not cached", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false)}, Route{Sandbox: "sb"}},
+		{"local pod not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "10.0.0.5", false)}, Route{Sandbox: "sb"}},
+		{"local pod without IP", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "", true)}, Route{Sandbox: "sb"}},
+		{"local pod terminating", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), terminating}, Route{Sandbox: "sb"}},
+		{"pod cached for another node", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, "node-b", "10.0.0.5", true)}, Route{Sandbox: "sb"}},
+		{"remote node", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", "node-b", "sb", true, false), otherNode}, Route{State: StateReady, Sandbox: "sb", Node: "node-b", NodeIP: "192.0.2.2"}},
+		{"remote node not cached", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", "node-b", "sb", true, false)}, Route{Sandbox: "sb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := stored(t, tt.objs...)
+			e, err := x.Lookup("bob")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, e.Route); diff != "" {
+				t.Errorf("route (-want +got):\n%s", diff)
+			}
+			if e.Account.User != "bob" || e.Account.Epoch != 2 || !e.Account.TokenMatches("tok-bob") {
+				t.Errorf("account = %+v", e.Account)
+			}
+		})
+	}
+}
+
+func TestIsNodeIP(t *testing.T) {
+	x := stored(t, newNode(testNode, "192.0.2.1"), newNode("node-b", "192.0.2.2"))
+	for ip, want := range map[string]bool{"192.0.2.1": true, "192.0.2.2": true, "192.0.2.3": false, "": false} {
+		if got := x.IsNodeIP(ip); got != want {
+			t.Errorf("IsNodeIP(%q) = %v", ip, got)
+		}
+	}
+}
+
+func TestLookupAccountErrors(t *testing.T) {
+	wrongLabel := newClaim("bob", "sb")
+	wrongLabel.Name = DefaultClaimPrefix + "alice"
+	badHash := newClaim("bob", "sb")
+	badHash.Annotations["aaas.example.com/token-sha256"] = "nope"
+	unmanaged := newClaim("bob", "sb")
+	delete(unmanaged.Labels, "aaas.example.com/managed-by")
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		user string
+		want error
+	}{
+		{"no claim", nil, "bob", ErrNoAccount},
+		{"other user's claim", []runtime.Object{newClaim("alice", "sb")}, "bob", ErrNoAccount},
+		{"claim name and user label disagree", []runtime.Object{wrongLabel}, "alice", ErrNoAccount},
+		{"malformed token hash", []runtime.Object{badHash}, "bob", ErrInvalidAccount},
+		{"unmanaged claim slipped past the selector", []runtime.Object{unmanaged}, "bob", ErrInvalidAccount},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := stored(t, tt.objs...).Lookup(tt.user)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("Lookup(%q) = %v, want %v", tt.user, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTransformsAreIdempotentAndCompact(t *testing.T) {
+	x := stored(t)
+	c, _ := x.transformClaim(newClaim("bob", "sb"))
+	again, _ := x.transformClaim(c)
+	if again != c {
+		t.Error("transforming an entry again changed it")
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "k", Obj: c}
+	if got, _ := x.transformClaim(tomb); got != tomb {
+		t.Error("tombstone not passed through")
+	}
+	if e := c.(*claimEntry); e.namespace != x.opts.Namespace || e.rv != "1" || e.sandbox != "sb" {
+		t.Errorf("claim entry = %+v", e)
+	}
+	// The stripped pod keeps its port from the container spec.
+	p, _ := x.transformPod(newPod("sb", uidA, testNode, "10.0.0.5", true))
+	if e := p.(*podEntry); e.addr != "10.0.0.5:3080" || e.container != "dsh" {
+		t.Errorf("pod entry = %+v", e)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	good := newFakeAPI(t).options()
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good options: %v", err)
+	}
+	bad := Options{Namespace: "Bad_NS", NodeName: "", ClaimPrefix: "X-", Container: "a/b", Port: 70000}
+	err := bad.Validate()
+	for _, want := range []string{"namespace", "node name", "claim prefix", "container", "port", "list-watchers"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want a %s problem", err, want)
+		}
+	}
+}
+
+// recorder collects change callbacks.
+type recorder struct {
+	mu    sync.Mutex
+	pods  []string
+	users []string
+}
+
+func (r *recorder) podGone(uid string) { r.mu.Lock(); r.pods = append(r.pods, uid); r.mu.Unlock() }
+func (r *recorder) userGone(u string)  { r.mu.Lock(); r.users = append(r.users, u); r.mu.Unlock() }
+
+func (r *recorder) sawPod(uid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) sawUser(u string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.users {
+		if x == u {
+			return true
+		}
+	}
+	return false
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// running starts an Index on f and stops it when the test ends.
+func running(t *testing.T, opts Options) *Index {
+	t.Helper()
+	withoutWatchList(t)
+	x, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); x.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if err := x.WaitForSync(sctx); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestInformerWiring(t *testing.T) {
+	f := newFakeAPI(t)
+	rec := &recorder{}
+	opts := f.options()
+	opts.OnPodGone, opts.OnUserGone = rec.podGone, rec.userGone
+	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
+	f.create(sandboxesGVR, newSandbox("sb", testNode, "sb", false, false), testNS)
+	f.create(nodesGVR, newNode(testNode, "192.0.2.1"), "")
+	x := running(t, opts)
+
+	// A request arriving now waits for the sandbox to become Ready.
+	waited := make(chan Entry, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		e, err := x.WaitReady(ctx, "bob")
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- e
+	}()
+	f.create(podsGVR, newPod("sb", uidA, testNode, "10.0.0.5", true), testNS)
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, false), testNS)
+	if e := <-waited; e.Route.State != StateReady || e.Route.Pod.UID != uidA {
+		t.Fatalf("WaitReady = %+v", e.Route)
+	}
+
+	// The pod is replaced under the same name: the old UID is forgotten.
+	f.update(podsGVR, newPod("sb", uidB, testNode, "10.0.0.6", true), testNS)
+	eventually(t, "old pod forgotten", func() bool { return rec.sawPod(uidA) })
+	eventually(t, "new pod routed", func() bool {
+		e, _ := x.Lookup("bob")
+		return e.Route.Pod.Addr == "10.0.0.6:3080"
+	})
+
+	// Suspending the sandbox forgets its pod before the pod is deleted.
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, true), testNS)
+	eventually(t, "suspended pod forgotten", func() bool { return rec.sawPod(uidB) })
+	if e, _ := x.Lookup("bob"); e.Route.State != StateSuspended {
+		t.Errorf("state after suspend = %v", e.Route.State)
+	}
+
+	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
+	eventually(t, "user forgotten", func() bool { return rec.sawUser("bob") })
+	if _, err := x.Lookup("bob"); !errors.Is(err, ErrNoAccount) {
+		t.Errorf("Lookup after claim delete = %v", err)
+	}
+}
+
+func TestWaitReadyGivesUpWithContext(t *testing.T) {
+	f := newFakeAPI(t)
+	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
+	x := running(t, f.options())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	e, err := x.WaitReady(ctx, "bob")
+	if !errors.Is(err, context.DeadlineExceeded) || e.Route.State != StatePending {
+		t.Errorf("WaitReady = %+v, %v", e.Route, err)
+	}
+	if _, err := x.WaitReady(context.Background(), "nobody"); !errors.Is(err, ErrNoAccount) {
+		t.Errorf("WaitReady(nobody) = %v", err)
+	}
+}

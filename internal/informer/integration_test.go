@@ -1,0 +1,230 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// countingTransport counts requests sent to the API server.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+// grantReader gives the ServiceAccount ns/sa the node proxy's read-only
+// access: claims, Sandboxes and pods in ns, nodes cluster-wide.
+func grantReader(t *testing.T, admin kubernetes.Interface, ns, sa string) {
+	t.Helper()
+	ctx := t.Context()
+	read := []string{"get", "list", "watch"}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{extensions.GroupVersion.Group}, Resources: []string{"sandboxclaims"}, Verbs: read},
+		{APIGroups: []string{agents.GroupVersion.Group}, Resources: []string{"sandboxes"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+	}}
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy", Namespace: ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodeproxy"}, Subjects: subject}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+	}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}, Subjects: subject}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationIndex runs the Index as a read-only ServiceAccount against
+// the real API server: selectors, status-driven routing, change callbacks,
+// and no API request per lookup.
+func TestIntegrationIndex(t *testing.T) {
+	c := cluster(t)
+	ctx := t.Context()
+	ns := clustertest.Namespace(t, c)
+	admin, err := kubernetes.NewForConfig(c.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbAdmin, err := sandboxapi.NewForConfig(c.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantReader(t, admin, ns, "nodeproxy")
+	cfg, err := c.ServiceAccountConfig(ctx, ns, "nodeproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int64
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} }
+
+	// Node names are cluster-wide: make them unique to this test.
+	local, remote := ns+"-a", ns+"-b"
+	for name, ip := range map[string]string{local: "127.0.10.1", remote: "127.0.10.2"} {
+		node := newNode(name, ip)
+		node.ResourceVersion = ""
+		n, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+		if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := sbAdmin.SandboxClaims(ns)
+	sandboxes := sbAdmin.Sandboxes(ns)
+	pods := admin.CoreV1().Pods(ns)
+	mkClaim := func(user, sandbox string, managed bool) {
+		cl := newClaim(user, sandbox)
+		cl.Namespace, cl.ResourceVersion = ns, ""
+		if !managed {
+			cl.Labels = map[string]string{"aaas.example.com/user": user}
+		}
+		got, err := claims.Create(ctx, cl, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Status = cl.Status
+		if _, err := claims.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSandbox := func(name, node, pod string, ready, suspended bool) {
+		want := newSandbox(name, node, pod, ready, suspended)
+		want.Namespace, want.ResourceVersion = ns, ""
+		want.Spec.PodTemplate = agents.PodTemplate{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "dsh", Image: "dsh"}}}}
+		cur, err := sandboxes.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			if cur, err = sandboxes.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cur.Spec.OperatingMode = want.Spec.OperatingMode
+			cur.Annotations = want.Annotations
+			if cur, err = sandboxes.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cur.Status = want.Status
+		if _, err := sandboxes.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkPod := func(name, node, ip string) string {
+		p := newPod(name, "", node, ip, true)
+		p.Namespace, p.ResourceVersion = ns, ""
+		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Status = p.Status
+		if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return string(got.UID)
+	}
+
+	mkClaim("bob", "sb-bob", true)
+	mkClaim("carol", "sb-carol", true)
+	mkClaim("mallory", "sb-mallory", false)
+	setSandbox("sb-bob", local, "sb-bob", true, false)
+	setSandbox("sb-carol", remote, "sb-carol", true, false)
+	bobUID := mkPod("sb-bob", local, "127.0.20.1")
+	mkPod("sb-carol", remote, "127.0.20.2")
+
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandboxapi.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := make(chan string, 10)
+	x, err := New(Options{
+		Namespace: ns, NodeName: local,
+		Claims: sb.SandboxClaims(ns), Sandboxes: sb.Sandboxes(ns),
+		Pods: kube.CoreV1().Pods(ns), Nodes: kube.CoreV1().Nodes(),
+		OnPodGone: func(uid string) { gone <- uid },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); x.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+	syncCtx, scancel := context.WithTimeout(ctx, 30*time.Second)
+	defer scancel()
+	if err := x.WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, "bob routed locally", func() bool {
+		e, err := x.Lookup("bob")
+		return err == nil && e.Route.State == StateReady && e.Route.Local && e.Route.Pod.Addr == "127.0.20.1:3080" && e.Route.Pod.UID == bobUID
+	})
+	eventually(t, "carol routed to the other node", func() bool {
+		e, err := x.Lookup("carol")
+		return err == nil && e.Route.State == StateReady && !e.Route.Local && e.Route.NodeIP == "127.0.10.2"
+	})
+	if _, err := x.Lookup("mallory"); !errors.Is(err, ErrNoAccount) {
+		t.Errorf("unmanaged claim: Lookup = %v, want ErrNoAccount", err)
+	}
+	if n := len(x.pods.GetStore().ListKeys()); n != 1 {
+		t.Errorf("pod cache holds %d pods, want only this node's 1", n)
+	}
+
+	before := requests.Load()
+	for range 1000 {
+		if e, err := x.Lookup("bob"); err != nil || e.Route.State != StateReady {
+			t.Fatalf("Lookup = %+v, %v", e.Route, err)
+		}
+	}
+	if n := requests.Load() - before; n != 0 {
+		t.Errorf("1000 lookups made %d API requests, want 0", n)
+	}
+
+	setSandbox("sb-bob", local, "sb-bob", true, true)
+	select {
+	case uid := <-gone:
+		if uid != bobUID {
+			t.Errorf("forgot pod %s, want %s", uid, bobUID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("suspend did not forget bob's pod")
+	}
+	eventually(t, "bob suspended", func() bool {
+		e, _ := x.Lookup("bob")
+		return e.Route.State == StateSuspended
+	})
+}

@@ -1,0 +1,216 @@
+package nodeproxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/jwt"
+)
+
+// Authentication methods, for metrics and the access log.
+const (
+	methodCookie = "cookie"
+	methodBearer = "bearer"
+	methodNone   = "none"
+)
+
+// maxCredentialLen bounds a bearer token or session cookie value; our
+// tokens are a few hundred bytes.
+const maxCredentialLen = 4096
+
+// maxSessionCookies bounds how many same-named session cookies are tried,
+// e.g. a stale one left on another path next to the current one.
+const maxSessionCookies = 4
+
+// identity is who a request authenticated as. Its strings are copies.
+type identity struct {
+	method string
+	// claims and token are the session's, for cookie authentication;
+	// token is the renewed one when renewal happened.
+	claims jwt.Claims
+	token  string
+	// bearer is the API client's token, for a hop to re-present.
+	bearer string
+	// setCookie is a renewed session cookie for the response.
+	setCookie string
+}
+
+// credentials is what a request presents, parsed from its headers.
+type credentials struct {
+	bearer  string   // from Authorization: Bearer
+	cookies []string // session cookie values, in order
+}
+
+// readCredentials copies the bearer token and session cookie values out of
+// h. An Authorization header of another scheme is ignored (and never
+// forwarded).
+func readCredentials(h *fasthttp.RequestHeader, cookieName string) credentials {
+	var c credentials
+	if tok, ok := parseBearer(h.Peek("Authorization")); ok {
+		c.bearer = tok
+	}
+	for k, v := range h.Cookies() {
+		if string(k) != cookieName {
+			continue
+		}
+		if len(c.cookies) == maxSessionCookies {
+			break
+		}
+		if validCookieValue(v) {
+			c.cookies = append(c.cookies, string(v))
+		}
+	}
+	return c
+}
+
+var bearerScheme = []byte("bearer")
+
+// parseBearer returns the token of an RFC 6750 "Bearer <token68>" value.
+func parseBearer(v []byte) (string, bool) {
+	if len(v) < len(bearerScheme)+2 || !bytes.EqualFold(v[:len(bearerScheme)], bearerScheme) || v[len(bearerScheme)] != ' ' {
+		return "", false
+	}
+	tok := bytes.TrimLeft(v[len(bearerScheme):], " ")
+	if len(tok) == 0 || len(tok) > maxCredentialLen {
+		return "", false
+	}
+	i := 0
+	for i < len(tok) && isToken68(tok[i]) {
+		i++
+	}
+	for i < len(tok) && tok[i] == '=' {
+		i++
+	}
+	if i != len(tok) || tok[0] == '=' {
+		return "", false
+	}
+	return string(tok), true
+}
+
+func isToken68(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/'
+}
+
+// validCookieValue accepts what a session token can be: non-empty,
+// bounded, RFC 6265 cookie octets.
+func validCookieValue(v []byte) bool {
+	if len(v) == 0 || len(v) > maxCredentialLen {
+		return false
+	}
+	for _, c := range v {
+		if c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == ';' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// authenticate decides whether the request may act as user. entry and
+// lookupErr are the Directory's answer for user. A bearer token must match
+// the account's hash; a session cookie must verify offline, name user, be
+// within the session's maximum age and not be revoked by the claim. When
+// renew is set, a token past half its lifetime is renewed (best effort),
+// and an expired but renewable one must be (synchronously). Failures wrap
+// ErrUnauthenticated.
+func (p *Proxy) authenticate(cred credentials, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+	if cred.bearer != "" {
+		switch {
+		case lookupErr != nil:
+			return identity{method: methodBearer}, fmt.Errorf("%w: bearer: %w", ErrUnauthenticated, lookupErr)
+		case !entry.Account.TokenMatches(cred.bearer):
+			return identity{method: methodBearer}, fmt.Errorf("%w: bearer token does not match", ErrUnauthenticated)
+		}
+		return identity{method: methodBearer, bearer: cred.bearer}, nil
+	}
+	if len(cred.cookies) == 0 {
+		return identity{method: methodNone}, fmt.Errorf("%w: no session cookie", ErrUnauthenticated)
+	}
+	var last error
+	for _, tok := range cred.cookies {
+		id, err := p.session(tok, user, entry, lookupErr, renew)
+		if err == nil {
+			return id, nil
+		}
+		last = err
+	}
+	return identity{method: methodCookie}, fmt.Errorf("%w: %w", ErrUnauthenticated, last)
+}
+
+var (
+	errOtherUser = errors.New("session belongs to another user")
+	errEnded     = errors.New("session revoked or past its maximum age")
+)
+
+// session checks one session token for user.
+func (p *Proxy) session(tok, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+	now := p.opts.Now()
+	c, err := p.opts.Verifier.Verify(tok)
+	expired := errors.Is(err, jwt.ErrExpired)
+	if expired && renew {
+		c, err = p.opts.Verifier.VerifyIgnoringExpiry(tok)
+	}
+	switch {
+	case err != nil:
+		return identity{}, err
+	case c.User != user:
+		return identity{}, errOtherUser
+	case lookupErr != nil:
+		return identity{}, lookupErr
+	case !entry.Account.SessionValid(c.SessionID, c.Epoch) || !now.Before(c.AuthTime.Add(p.opts.CookieMaxAge)):
+		return identity{}, errEnded
+	}
+	id := identity{method: methodCookie, claims: c, token: tok}
+	if !renew || !(expired || halfSpent(c, now)) {
+		return id, nil
+	}
+	r, err := p.renewer.renew(tok)
+	if err == nil {
+		var fresh jwt.Claims
+		if fresh, err = p.opts.Verifier.Verify(r.token); err == nil && fresh.User == user {
+			id.claims, id.token, id.setCookie = fresh, r.token, r.setCookie
+			return id, nil
+		}
+		if err == nil {
+			err = errOtherUser
+		}
+		err = fmt.Errorf("verify renewed token: %w", err)
+	}
+	if expired {
+		return identity{}, err
+	}
+	p.log.Warn("session renewal failed; the current token is still valid", "user", user, "err", err)
+	return id, nil
+}
+
+// halfSpent reports whether less than half of the token's lifetime is left.
+func halfSpent(c jwt.Claims, now time.Time) bool {
+	life := c.Expiry.Sub(c.IssuedAt)
+	return c.Expiry.Sub(now) < life/2
+}
+
+// auth is the auth stage: look the user up, check the request's
+// credentials, and put a renewed session cookie on the response.
+func (p *Proxy) auth(ctx *fasthttp.RequestCtx, x *exchange) (identity, informer.Entry, error) {
+	start := time.Now()
+	defer p.m.observe(stageAuth, start)
+	entry, lookupErr := p.opts.Directory.Lookup(x.route.user)
+	cred := readCredentials(&ctx.Request.Header, p.opts.CookieName)
+	id, err := p.authenticate(cred, x.route.user, entry, lookupErr, !x.hopIn)
+	x.auth = id.method
+	if err != nil {
+		p.m.auth.WithLabelValues(id.method, "rejected").Inc()
+		return id, entry, err
+	}
+	p.m.auth.WithLabelValues(id.method, "ok").Inc()
+	if id.setCookie != "" {
+		ctx.Response.Header.Add("Set-Cookie", id.setCookie)
+		x.renewed = true
+	}
+	return id, entry, nil
+}

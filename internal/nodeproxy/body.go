@@ -1,0 +1,135 @@
+package nodeproxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// body is a request body on its way upstream: a buffered prefix (the whole
+// body when rest is nil) and the rest of the client's stream.
+type body struct {
+	buf  *bodyBuf    // nil for an empty body
+	rest *bodyReader // nil once the body is complete
+	size int         // Content-Length, or -1 when chunked
+}
+
+// complete reports whether the whole body is in memory, so the request
+// can be sent again.
+func (b *body) complete() bool { return b.rest == nil }
+
+// attach sets the body on an upstream request.
+func (b *body) attach(req *fasthttp.Request) {
+	switch {
+	case b.buf == nil:
+		req.ResetBody()
+	case b.rest == nil:
+		req.SetBodyRaw(b.buf.B)
+	default:
+		req.SetBodyStream(io.MultiReader(bytes.NewReader(b.buf.B), b.rest), b.size)
+	}
+}
+
+// failure returns why streaming the body stopped early, if it did: the
+// client went away or sent too much.
+func (b *body) failure() error {
+	if b.rest == nil {
+		return nil
+	}
+	return b.rest.err
+}
+
+func (b *body) release() {
+	if b.buf != nil {
+		b.buf.B = b.buf.B[:0]
+		bodyBufs.Put(b.buf)
+		b.buf = nil
+	}
+}
+
+// bodyBuf is a pooled buffer for request bodies.
+type bodyBuf struct{ B []byte }
+
+// Write appends to the buffer, for io.CopyN.
+func (b *bodyBuf) Write(p []byte) (int, error) {
+	b.B = append(b.B, p...)
+	return len(p), nil
+}
+
+var bodyBufs = sync.Pool{New: func() any { return &bodyBuf{B: make([]byte, 0, 4096)} }}
+
+// bodyReader reads the client's body stream, enforcing MAX_BODY_MB and
+// telling a truncated body (client gone) from a complete one.
+type bodyReader struct {
+	r    io.Reader
+	left int64 // bytes still allowed
+	read int64
+	size int64 // Content-Length, or -1
+	err  error // first failure: ErrBodyTooLarge or ErrClientClosed
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if int64(len(p)) > r.left+1 {
+		p = p[:r.left+1]
+	}
+	n, err := r.r.Read(p)
+	r.read += int64(n)
+	r.left -= int64(n)
+	switch {
+	case r.left < 0:
+		r.err = ErrBodyTooLarge
+		return n, r.err
+	case errors.Is(err, io.EOF) && r.size >= 0 && r.read < r.size:
+		r.err = fmt.Errorf("%w: body ended after %d of %d bytes", ErrClientClosed, r.read, r.size)
+		return n, r.err
+	case err != nil && !errors.Is(err, io.EOF):
+		r.err = fmt.Errorf("%w: reading body", ErrClientClosed)
+		return n, r.err
+	}
+	return n, err
+}
+
+// readBody is the body-read stage: it buffers up to BufferBodyBytes of the
+// request body. A body that fits is complete before the upstream sees the
+// request, so a client that aborts mid-upload reaches nobody (499) and a
+// 401 from the app can be retried; a larger body streams after the
+// buffered prefix. A declared length over MaxBodyBytes is refused at once,
+// a chunked body once it grows past it.
+func (p *Proxy) readBody(ctx *fasthttp.RequestCtx) (*body, error) {
+	cl := ctx.Request.Header.ContentLength()
+	b := &body{size: cl}
+	switch {
+	case cl == 0 || cl < -1:
+		// No body (-2 means none was framed).
+		b.size = 0
+		return b, nil
+	case int64(cl) > p.opts.MaxBodyBytes:
+		return nil, fmt.Errorf("%w: %d bytes declared", ErrBodyTooLarge, cl)
+	}
+	var src io.Reader = ctx.RequestBodyStream()
+	if src == nil {
+		src = bytes.NewReader(ctx.Request.Body())
+	}
+	br := &bodyReader{r: src, left: p.opts.MaxBodyBytes, size: int64(cl)}
+	b.buf = bodyBufs.Get().(*bodyBuf)
+	n, err := io.CopyN(b.buf, br, int64(p.opts.BufferBodyBytes)+1)
+	switch {
+	case errors.Is(err, io.EOF):
+		return b, nil
+	case err != nil:
+		b.release()
+		return nil, err
+	case n <= int64(p.opts.BufferBodyBytes):
+		return b, nil
+	}
+	b.rest = br
+	return b, nil
+}

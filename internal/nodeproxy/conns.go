@@ -1,0 +1,131 @@
+package nodeproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// listener tracks the client connections it accepts so shutdown can close
+// what is still open after draining, and gives each Write its own deadline:
+// a client that stops reading is dropped after writeTimeout without
+// cutting off a long stream that keeps moving.
+type listener struct {
+	net.Listener
+	writeTimeout time.Duration
+
+	mu    sync.Mutex
+	conns map[*clientConn]struct{}
+}
+
+func newListener(ln net.Listener, writeTimeout time.Duration) *listener {
+	return &listener{Listener: ln, writeTimeout: writeTimeout, conns: make(map[*clientConn]struct{})}
+}
+
+// Accept wraps the next connection.
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	cc := &clientConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[cc] = struct{}{}
+	l.mu.Unlock()
+	return cc, nil
+}
+
+// closeAll closes every connection still open.
+func (l *listener) closeAll() {
+	l.mu.Lock()
+	open := make([]*clientConn, 0, len(l.conns))
+	for c := range l.conns {
+		open = append(open, c)
+	}
+	l.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+}
+
+type clientConn struct {
+	net.Conn
+	l      *listener
+	once   sync.Once
+	linger atomic.Bool // the client may still be sending a body we refused
+}
+
+// Lingering close: how long and how much of a refused body is read and
+// dropped after the answer, so the client reads the answer instead of a
+// connection reset.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 4 << 20
+)
+
+func (c *clientConn) Write(b []byte) (int, error) {
+	if c.l.writeTimeout > 0 {
+		c.Conn.SetWriteDeadline(time.Now().Add(c.l.writeTimeout))
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *clientConn) Close() error {
+	first := false
+	c.once.Do(func() {
+		first = true
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+	})
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok && first && c.linger.Load() {
+		go func() {
+			cw.CloseWrite()
+			c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+			io.CopyN(io.Discard, c.Conn, lingerBytes)
+			c.Conn.Close()
+		}()
+		return nil
+	}
+	return c.Conn.Close()
+}
+
+// closeAfterAnswer makes the connection close once the answer is written,
+// lingering if the client may still be sending a body: closing a socket
+// with unread data sends a reset that can destroy the answer in flight.
+func closeAfterAnswer(ctx *fasthttp.RequestCtx) {
+	ctx.SetConnectionClose()
+	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
+		if c, ok := ctx.Conn().(*clientConn); ok {
+			c.linger.Store(true)
+		}
+	}
+}
+
+// upstreamConn is a connection to a pod, a peer proxy or the auth API. Each
+// Read gets a fresh deadline, so an upstream that sends nothing for
+// readIdle (no response headers, a stalled body) fails the request; each
+// Write gets writeTimeout.
+type upstreamConn struct {
+	net.Conn
+	readIdle     time.Duration
+	writeTimeout time.Duration
+}
+
+func (c *upstreamConn) Read(b []byte) (int, error) {
+	if c.readIdle > 0 {
+		c.Conn.SetReadDeadline(time.Now().Add(c.readIdle))
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *upstreamConn) Write(b []byte) (int, error) {
+	if c.writeTimeout > 0 {
+		c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	}
+	return c.Conn.Write(b)
+}

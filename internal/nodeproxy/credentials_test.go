@@ -1,0 +1,93 @@
+package nodeproxy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+type credCase struct {
+	name          string
+	authorization string
+	cookie        string
+	bearer        string
+	cookies       []string
+}
+
+func credCases() []credCase {
+	long := strings.Repeat("a", maxCredentialLen+1)
+	return []credCase{
+		{name: "none"},
+		{name: "bearer", authorization: "Bearer abc.def-ghi_jkl~", bearer: "abc.def-ghi_jkl~"},
+		{name: "bearer any case", authorization: "bEaReR tok==", bearer: "tok=="},
+		{name: "bearer extra spaces", authorization: "Bearer    tok", bearer: "tok"},
+		{name: "basic ignored", authorization: "Basic YTpi"},
+		{name: "bearer empty", authorization: "Bearer "},
+		{name: "bearer no space", authorization: "Bearertok"},
+		{name: "bearer bad char", authorization: "Bearer tok en"},
+		{name: "bearer padding first", authorization: "Bearer =abc"},
+		{name: "bearer padding inside", authorization: "Bearer a=b"},
+		{name: "bearer too long", authorization: "Bearer " + long},
+		{name: "session cookie", cookie: "dsh_gw_session=a.b.c", cookies: []string{"a.b.c"}},
+		{name: "among others", cookie: "x=1; dsh_gw_session=a.b.c; y=2", cookies: []string{"a.b.c"}},
+		{name: "two session cookies", cookie: "dsh_gw_session=old; dsh_gw_session=new", cookies: []string{"old", "new"}},
+		{name: "capped", cookie: strings.Repeat("dsh_gw_session=t; ", 6), cookies: []string{"t", "t", "t", "t"}},
+		{name: "other name only", cookie: "dsh_gw_sessionX=a; __Host-dsh_gw_session=b"},
+		{name: "empty value", cookie: "dsh_gw_session="},
+		{name: "quoted value unwrapped", cookie: `dsh_gw_session="a"`, cookies: []string{"a"}},
+		{name: "too long", cookie: "dsh_gw_session=" + long},
+		{name: "both", authorization: "Bearer t", cookie: "dsh_gw_session=c", bearer: "t", cookies: []string{"c"}},
+	}
+}
+
+func TestReadCredentials(t *testing.T) {
+	for _, tc := range credCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			var h fasthttp.RequestHeader
+			if tc.authorization != "" {
+				h.Set("Authorization", tc.authorization)
+			}
+			if tc.cookie != "" {
+				h.Set("Cookie", tc.cookie)
+			}
+			c := readCredentials(&h, DefaultCookieName)
+			if c.bearer != tc.bearer || !slices.Equal(c.cookies, tc.cookies) {
+				t.Errorf("readCredentials = %q %q, want %q %q", c.bearer, c.cookies, tc.bearer, tc.cookies)
+			}
+		})
+	}
+}
+
+// FuzzCredentials feeds arbitrary Authorization and Cookie headers: parsing
+// never panics and yields only well-formed, bounded credentials.
+func FuzzCredentials(f *testing.F) {
+	for _, tc := range credCases() {
+		f.Add(tc.authorization, tc.cookie)
+	}
+	f.Fuzz(func(t *testing.T, authorization, cookieHeader string) {
+		var h fasthttp.RequestHeader
+		h.Set("Authorization", authorization)
+		h.Set("Cookie", cookieHeader)
+		c := readCredentials(&h, DefaultCookieName)
+		if c.bearer != "" {
+			if len(c.bearer) > maxCredentialLen || !strings.HasPrefix(strings.ToLower(authorization), "bearer ") {
+				t.Fatalf("bearer %q from %q", c.bearer, authorization)
+			}
+			for i := 0; i < len(c.bearer); i++ {
+				if ch := c.bearer[i]; !isToken68(ch) && ch != '=' {
+					t.Fatalf("bearer %q has byte %q", c.bearer, ch)
+				}
+			}
+		}
+		if len(c.cookies) > maxSessionCookies {
+			t.Fatalf("%d session cookies", len(c.cookies))
+		}
+		for _, v := range c.cookies {
+			if !validCookieValue([]byte(v)) || !strings.Contains(cookieHeader, v) {
+				t.Fatalf("cookie value %q from %q", v, cookieHeader)
+			}
+		}
+	})
+}

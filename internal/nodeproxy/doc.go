@@ -1,0 +1,14 @@
+// Package nodeproxy is the data path every browser byte crosses: a fasthttp
+// reverse proxy that runs on every node and serves /u/<user>/** from that
+// user's sandbox pod, and everything else from the auth API.
+//
+// Each request runs the stages of handler.go in order: the path router
+// (route.go), authentication (auth.go, with session renewal in renew.go),
+// resolution from informer caches only (resolve.go), the upstream cookie
+// handshake (handshake.go), then the proxy itself: HTTP with streamed bodies
+// (proxy.go), WebSocket bridging (ws.go), a single hop to the node that runs
+// the pod (hop.go) or the auth API (authapi.go). headers.go holds the header
+// policy, limits.go the per-user in-flight cap, errors.go the one mapping
+// from outcomes to statuses and WebSocket close codes, and server.go the
+// listener, timeouts and graceful shutdown.
+package nodeproxy

@@ -1,0 +1,355 @@
+package nodeproxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/sim/simtest"
+)
+
+// platform is the whole data path on a real API server: the simulated
+// cluster of simtest (controller, kubelet, agent apps on 127.x pod
+// addresses, a warm pool of two), the auth API, and one node proxy per
+// simulated node, each running as the nodeproxy ServiceAccount with only
+// its read-only RBAC.
+type platform struct {
+	t        *testing.T
+	cp       *controlplane.ControlPlane
+	ns       string
+	sim      *simtest.Env
+	kube     kubernetes.Interface
+	sb       *sandboxapi.Client
+	authURL  string
+	nodes    []*platformNode
+	requests atomic.Int64 // API requests made by the node proxies
+	logs     *syncBuffer
+}
+
+// platformNode is one node's proxy and what it is built from.
+type platformNode struct {
+	name string
+	addr string
+	idx  *informer.Index
+	hs   *handshake.Handshaker
+	px   *Proxy
+	reg  *prometheus.Registry
+}
+
+// countingTransport counts requests sent to the API server.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	cp := controlPlane(t)
+	ctx := context.Background()
+	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
+	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
+	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+
+	// The auth API, as the admin (its own RBAC is tested in its package).
+	auth, err := authapi.New(authapi.Options{
+		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
+		WakeTimeout: 20 * time.Second, TokenReviewCacheTTL: time.Second,
+		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
+		TrustedProxies:         mustPrefixes("127.0.0.0/8"),
+		Logger:                 logger.With("process", "authapi"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authCtx, stopAuth := context.WithCancel(ctx)
+	authDone := make(chan error, 1)
+	go func() { authDone <- auth.Run(authCtx) }()
+	authLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authSrv := &http.Server{Handler: auth.Handler()}
+	go authSrv.Serve(authLn)
+	t.Cleanup(func() { authSrv.Close(); stopAuth(); <-authDone })
+	p.authURL = "http://" + authLn.Addr().String()
+	waitFor(t, 30*time.Second, "auth API ready", auth.Ready)
+
+	// The node proxies' identity: read-only RBAC, a counted API client,
+	// and a token for the auth API's internal audience.
+	p.grantNodeProxy()
+	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &p.requests} }
+	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandboxapi.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: p.authURL + "/.well-known/jwks.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience, Leeway: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var done []chan error
+	t.Cleanup(func() {
+		stop()
+		for _, d := range done {
+			if err := <-d; err != nil {
+				t.Errorf("node proxy: %v", err)
+			}
+		}
+		for _, n := range p.nodes {
+			n.hs.Close()
+		}
+	})
+	run := func(f func() error) {
+		d := make(chan error, 1)
+		done = append(done, d)
+		go func() { d <- f() }()
+	}
+	run(func() error { return fetcher.Start(runCtx) })
+
+	port := 0
+	for i := 1; i <= 2; i++ {
+		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
+		ip := fmt.Sprintf("127.0.1.%d", i)
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+		if err != nil {
+			t.Fatalf("listen on node %d: %v", i, err)
+		}
+		n.addr = ln.Addr().String()
+		if port == 0 {
+			_, ps, _ := net.SplitHostPort(n.addr)
+			port = atoi(t, ps)
+		}
+		if n.hs, err = handshake.New(handshake.Options{LogRoot: sim.Cluster.Kubelet.LogRoot(n.name), Registerer: n.reg}); err != nil {
+			t.Fatal(err)
+		}
+		if n.idx, err = informer.New(informer.Options{
+			Namespace: p.ns, NodeName: n.name,
+			Claims: sb.SandboxClaims(p.ns), Sandboxes: sb.Sandboxes(p.ns),
+			Pods: kube.CoreV1().Pods(p.ns), Nodes: kube.CoreV1().Nodes(),
+			OnPodGone: n.hs.ForgetPod, OnUserGone: n.hs.ForgetUser,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n.px, err = New(Options{
+			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: n.hs, Peers: n.idx,
+			ReadyChecks: []ReadyCheck{{"informers", n.idx.HasSynced}, {"jwks", fetcher.Ready}},
+			AuthAPI:     p.authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
+			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
+			DrainTimeout: 2 * time.Second,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		run(func() error { return n.idx.Run(runCtx) })
+		run(func() error { return n.px.Serve(runCtx, ln) })
+		p.nodes = append(p.nodes, n)
+	}
+	for _, n := range p.nodes {
+		waitFor(t, 30*time.Second, n.name+" ready", func() bool { return len(n.px.notReady()) == 0 })
+	}
+	return p
+}
+
+func mustPrefixes(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(s))
+	for _, v := range s {
+		out = append(out, netip.MustParsePrefix(v))
+	}
+	return out
+}
+
+// grantNodeProxy gives the nodeproxy ServiceAccount the manifests' rights:
+// read claims, Sandboxes and pods in the namespace, and nodes.
+func (p *platform) grantNodeProxy() {
+	t, ctx := p.t, context.Background()
+	read := []string{"get", "list", "watch"}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "nodeproxy", Namespace: p.ns}}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{extensions.GroupVersion.Group}, Resources: []string{"sandboxclaims"}, Verbs: read},
+		{APIGroups: []string{agents.GroupVersion.Group}, Resources: []string{"sandboxes"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+	}}
+	if _, err := p.kube.RbacV1().Roles(p.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodeproxy"}, Subjects: subject}
+	if _, err := p.kube.RbacV1().RoleBindings(p.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + p.ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+	}}
+	if _, err := p.kube.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + p.ns},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}, Subjects: subject}
+	if _, err := p.kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// account is a signed-up user: bearer token and session cookie value.
+type e2eAccount struct {
+	user, bearer, session string
+}
+
+// signup signs user up through node i's proxy, as a JSON API client, and
+// waits until the proxy serves the user's app.
+func (p *platform) signup(i int, user string) e2eAccount {
+	t := p.t
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.nodes[i].addr+"/users", strings.NewReader(`{"user":"`+user+`"}`))
+	req.Host = testHost
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("signup %s: %d %s", user, resp.StatusCode, body)
+	}
+	var out struct{ Token string }
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatal(err)
+	}
+	a := e2eAccount{user: user, bearer: out.Token}
+	for _, c := range resp.Cookies() {
+		if c.Name == DefaultCookieName {
+			a.session = c.Value
+		}
+	}
+	if a.bearer == "" || a.session == "" {
+		t.Fatalf("signup %s: no token or session cookie", user)
+	}
+	waitFor(t, 30*time.Second, user+"'s app served", func() bool {
+		resp := p.get(i, "/u/"+user+"/api/echo", map[string]string{"Cookie": cookie(a.session)})
+		readAll(t, resp)
+		return resp.StatusCode == http.StatusOK
+	})
+	return a
+}
+
+// get sends a browser-like GET to node i's proxy.
+func (p *platform) get(i int, path string, hdr map[string]string) *http.Response {
+	p.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.nodes[i].addr+path, nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Host = testHost
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := e2eClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return resp
+}
+
+var e2eClient = &http.Client{
+	Timeout:       30 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// podNode returns the index of the node running user's pod.
+func (p *platform) podNode(user string) int {
+	p.t.Helper()
+	e, err := p.nodes[0].idx.Lookup(user)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for i, n := range p.nodes {
+		if n.name == e.Route.Node {
+			return i
+		}
+	}
+	p.t.Fatalf("%s's pod is on unknown node %q", user, e.Route.Node)
+	return -1
+}
+
+var appRequest = regexp.MustCompile(`dsh web: [A-Z]+ (/\S*) \d+ \d+ms`)
+
+// appRequests lists the paths user's app has answered, read from the CRI
+// log files of its pod on its node, probes and token exchanges excluded.
+func (p *platform) appRequests(user string) []string {
+	p.t.Helper()
+	n := p.nodes[p.podNode(user)]
+	e, err := n.idx.Lookup(user)
+	if err != nil || !e.Route.Local {
+		p.t.Fatalf("%s's pod is not local to %s: %v", user, n.name, err)
+	}
+	dir := filepath.Join(p.sim.Cluster.Kubelet.LogRoot(n.name), p.ns+"_"+e.Route.Pod.Name+"_"+e.Route.Pod.UID, "dsh")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.log*"))
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		for _, m := range appRequest.FindAllStringSubmatch(string(data), -1) {
+			if m[1] != "/favicon.svg" && m[1] != "/" {
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,97 @@
+package nodeproxy
+
+import (
+	"errors"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/informer"
+)
+
+// Outcomes that end a request early. Stages wrap them with %w; outcome maps
+// them to what the client sees, in this one place.
+var (
+	// ErrBadRequest means a malformed path, Host or header.
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotFound means a path /u/<name>/ whose name cannot be a user.
+	ErrNotFound = errors.New("not found")
+	// ErrUnauthenticated means no credential, a bad or revoked one, or one for
+	// another user.
+	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrTooManyInFlight means the user's MAX_IN_FLIGHT_PER_USER is reached.
+	ErrTooManyInFlight = errors.New("too many requests in flight for this user")
+	// ErrSuspended means the sandbox is suspended (wake-on-connect comes later).
+	ErrSuspended = errors.New("sandbox suspended")
+	// ErrNotReady means the sandbox is not Ready, or the caches lag behind it.
+	ErrNotReady = errors.New("sandbox not ready")
+	// ErrHopLoop means a request that already hopped would have to hop again.
+	ErrHopLoop = errors.New("sandbox not on this node after a hop")
+	// ErrBodyTooLarge means the request body exceeds MAX_BODY_MB.
+	ErrBodyTooLarge = errors.New("request body too large")
+	// ErrClientClosed means the client went away before its request was
+	// complete; logged as 499.
+	ErrClientClosed = errors.New("client closed request")
+	// ErrUpstream means the upstream (pod, peer proxy or auth API) failed.
+	ErrUpstream = errors.New("upstream unavailable")
+	// ErrUpstreamTimeout means the upstream stayed silent too long.
+	ErrUpstreamTimeout = errors.New("upstream timed out")
+	// ErrShuttingDown means the proxy is draining.
+	ErrShuttingDown = errors.New("shutting down")
+)
+
+// StatusClientClosed is nginx's code for a request the client abandoned.
+const StatusClientClosed = 499
+
+// closeUnauthenticated is the WebSocket close code for a failed login.
+const closeUnauthenticated = 4401
+
+// result is what a failed request turns into.
+type result struct {
+	status     int
+	message    string // short and safe for the client
+	retryAfter bool
+	wsClose    int // WebSocket close code when the upgrade was accepted
+}
+
+// outcome maps an error to the client's answer. It is the only place that
+// knows status codes for errors.
+func outcome(err error) result {
+	r := func(status int, msg string) result {
+		return result{status: status, message: msg, wsClose: websocket.CloseInternalServerErr}
+	}
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		return r(fasthttp.StatusBadRequest, "bad request")
+	case errors.Is(err, ErrNotFound):
+		return r(fasthttp.StatusNotFound, "not found")
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, informer.ErrNoAccount), errors.Is(err, informer.ErrInvalidAccount):
+		res := r(fasthttp.StatusUnauthorized, "sign in required")
+		res.wsClose = closeUnauthenticated
+		return res
+	case errors.Is(err, ErrBodyTooLarge):
+		return r(fasthttp.StatusRequestEntityTooLarge, "request body too large")
+	case errors.Is(err, ErrClientClosed):
+		return r(StatusClientClosed, "client closed request")
+	case errors.Is(err, ErrTooManyInFlight):
+		res := r(fasthttp.StatusServiceUnavailable, "too many requests in flight")
+		res.retryAfter = true
+		return res
+	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop),
+		errors.Is(err, handshake.ErrNoLogs), errors.Is(err, handshake.ErrClosed), errors.Is(err, ErrShuttingDown):
+		res := r(fasthttp.StatusServiceUnavailable, "sandbox not available yet")
+		res.retryAfter = true
+		return res
+	case errors.Is(err, handshake.ErrNoToken):
+		res := r(fasthttp.StatusServiceUnavailable, "missing launch token")
+		res.retryAfter = true
+		return res
+	case errors.Is(err, handshake.ErrExchange), errors.Is(err, handshake.ErrNoCookie), errors.Is(err, ErrUpstream):
+		return r(fasthttp.StatusBadGateway, "upstream unavailable")
+	case errors.Is(err, ErrUpstreamTimeout):
+		return r(fasthttp.StatusGatewayTimeout, "upstream timed out")
+	}
+	// handshake.ErrInvalidRef, ErrUnsafePath and anything unforeseen.
+	return r(fasthttp.StatusInternalServerError, "internal error")
+}

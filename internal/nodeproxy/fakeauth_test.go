@@ -1,0 +1,95 @@
+package nodeproxy
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sandgate/sandgate/internal/jwt"
+)
+
+// fakeAuthAPI stands in for the auth API: the renewal endpoint (guarded by
+// the node proxy's ServiceAccount token) and an echo for every other path.
+type fakeAuthAPI struct {
+	h        *harness
+	addr     string
+	renewals atomic.Int32
+	refuse   atomic.Bool // answer renewals 401, as for an ended session
+
+	mu   sync.Mutex
+	seen []seenAuthRequest
+}
+
+// seenAuthRequest is what the auth API saw of one forwarded request.
+type seenAuthRequest struct {
+	Method, Path, Host string
+	Header             http.Header
+}
+
+func startFakeAuthAPI(t *testing.T, h *harness) *fakeAuthAPI {
+	t.Helper()
+	a := &fakeAuthAPI{h: h}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.addr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /internal/v1/sessions/renew", a.renew)
+	mux.HandleFunc("/", a.echo)
+	srv := &http.Server{Handler: mux}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-done })
+	return a
+}
+
+func (a *fakeAuthAPI) echo(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.seen = append(a.seen, seenAuthRequest{Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header.Clone()})
+	a.mu.Unlock()
+	if r.URL.Path == "/login" {
+		http.SetCookie(w, &http.Cookie{Name: DefaultCookieName, Value: "minted", Path: "/", HttpOnly: true})
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("auth api: " + r.URL.Path))
+}
+
+func (a *fakeAuthAPI) last() seenAuthRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.seen) == 0 {
+		return seenAuthRequest{}
+	}
+	return a.seen[len(a.seen)-1]
+}
+
+func (a *fakeAuthAPI) renew(w http.ResponseWriter, r *http.Request) {
+	a.renewals.Add(1)
+	if r.Header.Get("Authorization") != "Bearer "+testSAToken {
+		http.Error(w, "caller not allowed", http.StatusUnauthorized)
+		return
+	}
+	var req struct{ Token string }
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	c, err := a.h.ver.VerifyIgnoringExpiry(req.Token)
+	if err != nil || a.refuse.Load() {
+		http.Error(w, "session ended", http.StatusUnauthorized)
+		return
+	}
+	tok, err := a.h.signer.Sign(jwt.Claims{User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch})
+	if err != nil {
+		http.Error(w, errors.Unwrap(err).Error(), http.StatusInternalServerError)
+		return
+	}
+	ck := &http.Cookie{Name: DefaultCookieName, Value: tok, Path: "/", MaxAge: 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"token": tok, "user": c.User, "max_age": 3600, "set_cookie": ck.String()})
+}

@@ -1,0 +1,171 @@
+package nodeproxy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+)
+
+// serve is the top-level handler. It runs the stages in order:
+// route -> auth -> in-flight slot -> resolve -> handshake -> proxy (HTTP,
+// WebSocket, or a hop to the pod's node).
+func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
+	x := p.begin(ctx)
+	switch x.route.kind {
+	case routeAuthAPI:
+		p.toAuthAPI(ctx, x)
+		return
+	case routeRedirect:
+		p.redirect(ctx, x)
+		return
+	case routeBadPath:
+		p.fail(ctx, x, fmt.Errorf("%w: path", ErrBadRequest))
+		return
+	case routeNoUser:
+		p.fail(ctx, x, fmt.Errorf("%w: no such user path", ErrNotFound))
+		return
+	}
+	if !validHost(ctx.Host()) {
+		p.fail(ctx, x, fmt.Errorf("%w: host", ErrBadRequest))
+		return
+	}
+
+	id, entry, err := p.auth(ctx, x)
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	if err := p.acquire(x); err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	t, err := p.resolve(x, entry)
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	if t.peer != "" {
+		p.hop(ctx, x, id, t)
+		return
+	}
+	up, err := p.handshake(ctx, x, t)
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	if x.ws {
+		p.bridgePod(ctx, x, up)
+		return
+	}
+	p.proxyPod(ctx, x, up)
+}
+
+// begin copies what the stages and the access log need out of the request.
+func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
+	hop := len(ctx.Request.Header.Peek(hopHeader)) > 0
+	peer := peerAddr(ctx)
+	x := &exchange{
+		start:  time.Now(),
+		route:  parseRoute(ctx.Request.Header.RequestURI()),
+		method: string(ctx.Method()),
+		peer:   peer,
+		hopIn:  hop,
+		fwd:    forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), p.trustedPeer(peer, hop)),
+	}
+	if x.route.kind == routeUser {
+		x.ws = websocket.FastHTTPIsWebSocketUpgrade(ctx)
+		if hop {
+			p.m.hops.WithLabelValues("in").Inc()
+		}
+	}
+	if x.route.kind == routeAuthAPI && isInternal(x.route.path) {
+		x.route.kind = routeNoUser
+	}
+	return x
+}
+
+// acquire takes one of the user's in-flight slots.
+func (p *Proxy) acquire(x *exchange) error {
+	if !p.inflight.acquire(x.route.user) {
+		return ErrTooManyInFlight
+	}
+	x.slot = true
+	p.m.inFlight.Inc()
+	return nil
+}
+
+// redirect sends /u/<user> to /u/<user>/, keeping the method for
+// non-GET requests.
+func (p *Proxy) redirect(ctx *fasthttp.RequestCtx, x *exchange) {
+	status := fasthttp.StatusMovedPermanently
+	if !ctx.IsGet() && !ctx.IsHead() {
+		status = fasthttp.StatusPermanentRedirect
+	}
+	ctx.Response.Header.Set("Location", x.route.target)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetStatusCode(status)
+	x.status = status
+	p.finish(x)
+}
+
+// fail answers a request that ends early. A WebSocket upgrade is accepted
+// and then closed with the outcome's close code, as browsers only see
+// close codes.
+func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	x.err = err
+	if x.ws {
+		p.rejectWS(ctx, x, err)
+		return
+	}
+	res := outcome(err)
+	ctx.Response.Header.Set("Content-Type", "text/plain; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	if res.retryAfter {
+		ctx.Response.Header.Set("Retry-After", fmt.Sprint(int((p.opts.RetryAfter+time.Second-1)/time.Second)))
+	}
+	if res.status == fasthttp.StatusUnauthorized {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="sandgate"`)
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
+		// The body may be unread: do not leave it to be parsed as the
+		// next request.
+		closeAfterAnswer(ctx)
+	}
+	ctx.SetStatusCode(res.status)
+	ctx.SetBodyString(res.message + "\n")
+	x.status = res.status
+	p.finish(x)
+}
+
+// serveError answers requests fasthttp could not parse (header too large,
+// bad request line, body read timeout before the handler).
+func (p *Proxy) serveError(ctx *fasthttp.RequestCtx, err error) {
+	status := fasthttp.StatusBadRequest
+	var timeout interface{ Timeout() bool }
+	if _, ok := errors.AsType[*fasthttp.ErrSmallBuffer](err); ok {
+		status = fasthttp.StatusRequestHeaderFieldsTooLarge
+	} else if errors.As(err, &timeout) && timeout.Timeout() {
+		status = fasthttp.StatusRequestTimeout
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetConnectionClose()
+	p.access.Info("request", "status", status, "route", "unparsed", "client", peerAddr(ctx).String(), "err", "malformed request")
+	p.m.requests.WithLabelValues("unparsed", codeClass(status)).Inc()
+}
+
+// expect answers "Expect: 100-continue": a declared body over MAX_BODY_MB
+// is refused before the client sends it. fasthttp then skips the handler,
+// so the refusal is logged here.
+func (p *Proxy) expect(ctx *fasthttp.RequestCtx) int {
+	if int64(ctx.Request.Header.ContentLength()) <= p.opts.MaxBodyBytes {
+		return fasthttp.StatusContinue
+	}
+	x := p.begin(ctx)
+	x.status, x.err = fasthttp.StatusRequestEntityTooLarge, ErrBodyTooLarge
+	p.finish(x)
+	return fasthttp.StatusRequestEntityTooLarge
+}

@@ -1,0 +1,63 @@
+package nodeproxy
+
+import (
+	"net/http"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hop forwards a request once to the proxy of the node that runs the
+// user's pod. That proxy re-verifies the user's credentials, does the
+// handshake and talks to the pod itself, so the launch token and the app's
+// cookie never leave the pod's node. The request carries the user's own
+// credential (the renewed session token, if renewal happened here) and the
+// hop header that stops it from being forwarded again.
+func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
+	x.upstream = upstreamPeer
+	p.m.hops.WithLabelValues("out").Inc()
+	if x.ws {
+		p.bridgeHop(ctx, x, id, t)
+		return
+	}
+	b, err := p.readBody(ctx)
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	defer b.release()
+	uri := "http://" + t.peer + userPrefix + x.route.user + x.route.target
+	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) {
+		p.copyForHop(h, &ctx.Request.Header)
+		x.fwd.set(h)
+		setCredential(h.Set, id, p.opts.CookieName)
+		h.Set(hopHeader, p.hopValue)
+	})
+	if err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	// The peer already rewrote Location and dropped the app's cookies.
+	p.respond(ctx, x, resp, respPolicy{})
+}
+
+// copyForHop copies the client headers a peer proxy may need: everything
+// but credentials, hop-by-hop and identity headers. The peer applies the
+// header policy (and any allowlist) itself.
+func (p *Proxy) copyForHop(dst, src *fasthttp.RequestHeader) {
+	headerPolicy{}.copyToApp(dst, src)
+}
+
+// httpHeaderForHop is copyForHop for a WebSocket dial.
+func (p *Proxy) httpHeaderForHop(src *fasthttp.RequestHeader) http.Header {
+	return headerPolicy{}.httpHeaderForApp(src)
+}
+
+// setCredential re-presents the user's credential to the peer.
+func setCredential(set func(k, v string), id identity, cookieName string) {
+	switch id.method {
+	case methodBearer:
+		set("Authorization", "Bearer "+id.bearer)
+	case methodCookie:
+		set("Cookie", cookieName+"="+id.token)
+	}
+}

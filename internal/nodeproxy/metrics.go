@@ -1,0 +1,98 @@
+package nodeproxy
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stages timed by the stage histogram.
+const (
+	stageAuth      = "auth"
+	stageResolve   = "resolve"
+	stageHandshake = "handshake"
+	stageUpstream  = "upstream" // until the upstream's response headers
+)
+
+// metrics holds the proxy's collectors. Label values come from small fixed
+// sets: route kinds, status classes, stages, results; never a user or path.
+type metrics struct {
+	requests   *prometheus.CounterVec   // route, code
+	stages     *prometheus.HistogramVec // stage
+	inFlight   prometheus.Gauge
+	websockets prometheus.Gauge
+	hops       *prometheus.CounterVec // direction: out, in
+	auth       *prometheus.CounterVec // method, result
+	renewals   *prometheus.CounterVec // result
+	retries    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "requests_total",
+			Help: "Requests by route kind and status class (WebSockets count once, as 101).",
+		}, []string{"route", "code"}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "stage_duration_seconds",
+			Help:    "Time spent per request stage: auth, resolve, handshake, upstream (to response headers).",
+			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5},
+		}, []string{"stage"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "in_flight_requests",
+			Help: "Proxied HTTP requests in flight, including streaming responses.",
+		}),
+		websockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "open_websockets",
+			Help: "Bridged WebSockets open now.",
+		}),
+		hops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "hops_total",
+			Help: "Requests forwarded to (out) or received from (in) another node's proxy.",
+		}, []string{"direction"}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "auth_total",
+			Help: "Authentication decisions by method (cookie, bearer, none) and result.",
+		}, []string{"method", "result"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "renewals_total",
+			Help: "Session renewals asked of the auth API, by result.",
+		}, []string{"result"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "upstream_401_retries_total",
+			Help: "Requests retried once after the app answered 401 and the handshake was refreshed.",
+		}),
+	}
+	for _, s := range []string{stageAuth, stageResolve, stageHandshake, stageUpstream} {
+		m.stages.WithLabelValues(s)
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register nodeproxy metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) observe(stage string, since time.Time) {
+	m.stages.WithLabelValues(stage).Observe(time.Since(since).Seconds())
+}
+
+// codeClass is the status label: "2xx", "4xx", ...
+func codeClass(status int) string {
+	switch {
+	case status < 200:
+		return "1xx"
+	case status < 300:
+		return "2xx"
+	case status < 400:
+		return "3xx"
+	case status < 500:
+		return "4xx"
+	}
+	return "5xx"
+}

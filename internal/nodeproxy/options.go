@@ -1,0 +1,322 @@
+package nodeproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/jwt"
+)
+
+// Defaults that New applies to zero Options fields.
+const (
+	DefaultCookieName         = "dsh_gw_session"
+	DefaultSecureCookieName   = "__Host-dsh_gw_session"
+	DefaultCookieMaxAge       = 7 * 24 * time.Hour
+	DefaultMaxBodyBytes       = 64 << 20
+	DefaultMaxInFlightPerUser = 32
+	DefaultWSMaxMessageBytes  = 16 << 20
+	DefaultBufferBodyBytes    = 1 << 20
+	DefaultMaxHeaderBytes     = 16 << 10
+	DefaultHeaderTimeout      = 10 * time.Second
+	DefaultBodyTimeout        = 5 * time.Minute
+	DefaultWriteTimeout       = 60 * time.Second
+	DefaultIdleTimeout        = 90 * time.Second
+	DefaultUpstreamIdle       = 5 * time.Minute
+	DefaultDialTimeout        = 5 * time.Second
+	DefaultRenewTimeout       = 3 * time.Second
+	DefaultDrainTimeout       = 25 * time.Second
+	DefaultRetryAfter         = 2 * time.Second
+	DefaultRenewPath          = "/internal/v1/sessions/renew"
+)
+
+// Directory resolves a user to the account and route the informer caches
+// hold; it never calls the API server. *informer.Index implements it.
+type Directory interface {
+	Lookup(user string) (informer.Entry, error)
+}
+
+// Verifier checks session tokens offline. *jwt.Verifier implements it.
+type Verifier interface {
+	Verify(token string) (jwt.Claims, error)
+	VerifyIgnoringExpiry(token string) (jwt.Claims, error)
+}
+
+// Handshaker yields the cookie the agent app expects from a pod on this
+// node. *handshake.Handshaker implements it.
+type Handshaker interface {
+	Cookie(ctx context.Context, t handshake.Target) (string, error)
+	Refresh(ctx context.Context, t handshake.Target, stale string) (string, error)
+}
+
+// Peers tells whether an address is another node's, so a hop from that
+// node's proxy may carry the client's forwarded headers.
+type Peers interface {
+	IsNodeIP(ip string) bool
+}
+
+// ReadyCheck is one condition /readyz requires.
+type ReadyCheck struct {
+	Name  string
+	Ready func() bool
+}
+
+// Options configures a Proxy. main fills it from flags and the environment;
+// New fills zero values with the defaults above.
+type Options struct {
+	// NodeName is this node; routes to other nodes hop to their proxy.
+	NodeName string
+
+	// Directory, Verifier and Handshaker are the stages' collaborators.
+	// Required.
+	Directory  Directory
+	Verifier   Verifier
+	Handshaker Handshaker
+	// Peers recognises other nodes' proxies; nil trusts no hop's
+	// forwarded headers beyond TrustedProxies.
+	Peers Peers
+	// ReadyChecks must all pass for /readyz (informers synced, JWKS
+	// loaded).
+	ReadyChecks []ReadyCheck
+
+	// AuthAPI is the auth API's base URL (http or https); every path
+	// outside /u/ is forwarded there. Required.
+	AuthAPI string
+	// RenewPath is the auth API's session renewal endpoint.
+	RenewPath string
+	// ServiceAccountToken returns this proxy's projected token for the
+	// auth API's internal endpoints; nil sends none.
+	ServiceAccountToken func() (string, error)
+
+	// CookieName is the session cookie (COOKIE_NAME); empty means
+	// dsh_gw_session, or __Host-dsh_gw_session with CookieSecure.
+	CookieName   string
+	CookieSecure bool
+	// CookieMaxAge is how long a session lasts from login; an expired
+	// token older than that is not renewed.
+	CookieMaxAge time.Duration
+
+	// PeerPort is the port other nodes' proxies listen on.
+	PeerPort int
+	// TrustedProxies are peers (an ingress, a TLS terminator) whose
+	// X-Forwarded-For/Proto/Host are kept and extended.
+	TrustedProxies []netip.Prefix
+
+	// MaxBodyBytes bounds request bodies (MAX_BODY_MB); 413 past it.
+	MaxBodyBytes int64
+	// BufferBodyBytes: bodies up to this size are read whole before the
+	// upstream sees the request, so an aborted upload never reaches it and
+	// a 401 from the app can be retried; larger bodies stream.
+	BufferBodyBytes int
+	// MaxInFlightPerUser caps one user's concurrent requests and
+	// WebSockets (MAX_IN_FLIGHT_PER_USER).
+	MaxInFlightPerUser int
+	// WSMaxMessageBytes caps a WebSocket message (WS_MAX_MESSAGE_BYTES).
+	WSMaxMessageBytes int64
+	// HeaderAllowlist, when set, lists the only client request headers
+	// sent upstream (UPSTREAM_HEADER_ALLOWLIST); otherwise a denylist
+	// applies. Credentials and hop-by-hop headers never pass.
+	HeaderAllowlist []string
+	// MaxHeaderBytes caps a request's header block (431 past it).
+	MaxHeaderBytes int
+
+	// HeaderTimeout bounds reading a request's headers; BodyTimeout its
+	// body; WriteTimeout each write to a client (a stalled reader is
+	// dropped); IdleTimeout a keep-alive connection between requests.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
+	WriteTimeout  time.Duration
+	IdleTimeout   time.Duration
+	// UpstreamIdleTimeout bounds how long an upstream may send nothing
+	// while a response is awaited or streamed (not on WebSockets).
+	UpstreamIdleTimeout time.Duration
+	// DialTimeout bounds connecting to a pod, a peer or the auth API.
+	DialTimeout time.Duration
+	// RenewTimeout bounds one renewal call.
+	RenewTimeout time.Duration
+	// DrainTimeout bounds the graceful shutdown.
+	DrainTimeout time.Duration
+	// RetryAfter is sent with 503 responses.
+	RetryAfter time.Duration
+
+	// Dial connects to upstreams; nil dials TCP. Tests pass in-memory
+	// listeners' dialers.
+	Dial fasthttp.DialFunc
+	// Logger receives JSON logs; the access log goes to it with
+	// component=access. Nil discards them.
+	Logger *slog.Logger
+	// Registerer receives the metrics; Gatherer serves them on /metrics.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// neverForwarded are request headers that no allowlist can let through.
+var neverForwarded = map[string]bool{
+	"cookie": true, "authorization": true, "host": true, "content-length": true,
+	"forwarded": true, "x-forwarded-user": true, "x-real-ip": true,
+	"connection": true, "keep-alive": true, "proxy-authenticate": true, "proxy-authorization": true,
+	"proxy-connection": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
+	"expect": true,
+}
+
+// identityPrefixes start the names of client identity and hop headers that
+// are never forwarded either.
+var identityPrefixes = []string{"x-forwarded-", "x-auth-request-", "x-sandgate-"}
+
+// Validate reports every problem with o at once and changes nothing. Zero
+// values that New fills are accepted.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("nodeproxy: "+format, args...)) }
+	if o.NodeName == "" {
+		bad("node name is required")
+	}
+	if o.Directory == nil || o.Verifier == nil || o.Handshaker == nil {
+		bad("directory, verifier and handshaker are required")
+	}
+	if u, err := url.Parse(o.AuthAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		bad("auth API URL %q must be http(s)://host[:port]", o.AuthAPI)
+	}
+	if o.RenewPath != "" && !strings.HasPrefix(o.RenewPath, "/") {
+		bad("renew path %q must start with /", o.RenewPath)
+	}
+	if o.CookieName != "" && !validToken(o.CookieName) {
+		bad("cookie name %q is not a cookie token", o.CookieName)
+	}
+	if strings.HasPrefix(o.CookieName, "__Host-") && !o.CookieSecure {
+		bad("cookie name %q needs COOKIE_SECURE", o.CookieName)
+	}
+	if o.PeerPort < 0 || o.PeerPort > 65535 {
+		bad("peer port %d outside 1-65535", o.PeerPort)
+	}
+	for name, v := range map[string]int64{
+		"max body bytes": o.MaxBodyBytes, "buffer body bytes": int64(o.BufferBodyBytes),
+		"max in-flight per user": int64(o.MaxInFlightPerUser), "WebSocket max message bytes": o.WSMaxMessageBytes,
+		"max header bytes": int64(o.MaxHeaderBytes),
+	} {
+		if v < 0 {
+			bad("%s %d is negative", name, v)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"cookie max age": o.CookieMaxAge, "header timeout": o.HeaderTimeout, "body timeout": o.BodyTimeout,
+		"write timeout": o.WriteTimeout, "idle timeout": o.IdleTimeout, "upstream idle timeout": o.UpstreamIdleTimeout,
+		"dial timeout": o.DialTimeout, "renew timeout": o.RenewTimeout, "drain timeout": o.DrainTimeout,
+		"retry after": o.RetryAfter,
+	} {
+		if d < 0 {
+			bad("%s %v is negative", name, d)
+		}
+	}
+	for _, h := range o.HeaderAllowlist {
+		name := strings.ToLower(strings.TrimSpace(h))
+		switch {
+		case !validToken(name):
+			bad("allowlisted header %q is not a header name", h)
+		case neverForwarded[name] || hasIdentityPrefix(name):
+			bad("header %q can never be forwarded upstream, even when allowlisted", h)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options) withDefaults() Options {
+	setS := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setD := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setI := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	if o.CookieName == "" {
+		o.CookieName = DefaultCookieName
+		if o.CookieSecure {
+			o.CookieName = DefaultSecureCookieName
+		}
+	}
+	setS(&o.RenewPath, DefaultRenewPath)
+	setD(&o.CookieMaxAge, DefaultCookieMaxAge)
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.WSMaxMessageBytes == 0 {
+		o.WSMaxMessageBytes = DefaultWSMaxMessageBytes
+	}
+	setI(&o.BufferBodyBytes, DefaultBufferBodyBytes)
+	setI(&o.MaxInFlightPerUser, DefaultMaxInFlightPerUser)
+	setI(&o.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setD(&o.HeaderTimeout, DefaultHeaderTimeout)
+	setD(&o.BodyTimeout, DefaultBodyTimeout)
+	setD(&o.WriteTimeout, DefaultWriteTimeout)
+	setD(&o.IdleTimeout, DefaultIdleTimeout)
+	setD(&o.UpstreamIdleTimeout, DefaultUpstreamIdle)
+	setD(&o.DialTimeout, DefaultDialTimeout)
+	setD(&o.RenewTimeout, DefaultRenewTimeout)
+	setD(&o.DrainTimeout, DefaultDrainTimeout)
+	setD(&o.RetryAfter, DefaultRetryAfter)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+func hasIdentityPrefix(lower string) bool {
+	for _, p := range identityPrefixes {
+		if strings.HasPrefix(lower, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// validToken reports whether s is an RFC 9110 token (header or cookie
+// name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalHeaders returns the lower-case set of allowlisted names, or nil
+// for denylist mode.
+func canonicalHeaders(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(list))
+	for _, h := range list {
+		m[strings.ToLower(textproto.TrimString(h))] = true
+	}
+	return m
+}

@@ -1,0 +1,169 @@
+package nodeproxy
+
+import (
+	"strings"
+
+	"github.com/sandgate/sandgate/internal/account"
+)
+
+// routeKind says where a request goes.
+type routeKind uint8
+
+const (
+	// routeAuthAPI: any path outside /u/, served by the auth API.
+	routeAuthAPI routeKind = iota
+	// routeUser: /u/<user>/..., served by the user's sandbox.
+	routeUser
+	// routeRedirect: /u/<user>, redirected to /u/<user>/.
+	routeRedirect
+	// routeBadPath: a path under /u/ that is not plainly inside one
+	// user's prefix (traversal, encoded separators, ...): 400.
+	routeBadPath
+	// routeNoUser: /u/<name>/ where name cannot be a user: 404.
+	routeNoUser
+)
+
+// String names the kind for metrics and logs.
+func (k routeKind) String() string {
+	switch k {
+	case routeUser:
+		return "user"
+	case routeRedirect:
+		return "redirect"
+	case routeBadPath:
+		return "bad_path"
+	case routeNoUser:
+		return "no_user"
+	}
+	return "authapi"
+}
+
+// userPrefix starts every user path.
+const userPrefix = "/u/"
+
+// route is a parsed request target. Its strings are copies, safe to keep
+// after the request.
+type route struct {
+	kind routeKind
+	user string
+	// target is what the user's app is asked for: the path below
+	// /u/<user> (always starting with '/') plus the raw query. For
+	// routeRedirect it is the redirect location.
+	target string
+	// path is the request's path without the query, for the access log.
+	path string
+}
+
+// parseRoute classifies a raw request target. It decides on the raw bytes
+// and refuses, rather than normalises, anything whose decoded and cleaned
+// path could differ from what it routes by: dot segments, empty segments,
+// backslashes, encoded '.', '/' or '\', control bytes, bad escapes and
+// non-ASCII. So a request routed to user U never names another user or
+// leaves /u/U/ once decoded.
+func parseRoute(uri []byte) route {
+	s := string(uri)
+	if s == "" || s[0] != '/' {
+		return route{kind: routeBadPath, path: "-"}
+	}
+	path, query, hasQuery := strings.Cut(s, "?")
+	if !strings.HasPrefix(path, userPrefix) {
+		return route{kind: routeAuthAPI, path: path}
+	}
+	if !cleanPath(path) || !cleanQuery(query) {
+		return route{kind: routeBadPath, path: "-"}
+	}
+	rest := path[len(userPrefix):]
+	user, below, found := strings.Cut(rest, "/")
+	if account.ValidateUser(user) != nil {
+		return route{kind: routeNoUser, path: path}
+	}
+	if !found {
+		target := path + "/"
+		if hasQuery {
+			target += "?" + query
+		}
+		return route{kind: routeRedirect, user: user, target: target, path: path}
+	}
+	target := "/" + below
+	if hasQuery {
+		target += "?" + query
+	}
+	return route{kind: routeUser, user: user, target: target, path: path}
+}
+
+// cleanPath reports whether path (starting with '/') is already in the
+// form path.Clean and a single percent-decoding leave unchanged, apart from
+// a trailing slash: no empty, "." or ".." segment, no backslash, no escape
+// that decodes to '.', '/', '\' or a control byte, no malformed escape, and
+// only printable ASCII (non-ASCII must arrive percent-encoded).
+func cleanPath(path string) bool {
+	segStart := 1
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		seg := path[segStart:i]
+		// An empty segment is allowed only as the trailing slash.
+		if (seg == "" && i != len(path)) || seg == "." || seg == ".." {
+			return false
+		}
+		if !cleanSegment(seg) {
+			return false
+		}
+		segStart = i + 1
+	}
+	return true
+}
+
+func cleanSegment(seg string) bool {
+	// "..;x" is a dot segment to servers that strip path parameters.
+	if name, _, _ := strings.Cut(seg, ";"); name == "." || name == ".." {
+		return false
+	}
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c <= ' ' || c >= 0x7f || c == '\\' || c == '#':
+			return false
+		case c == '%':
+			if i+2 >= len(seg) {
+				return false
+			}
+			d, ok := unhex2(seg[i+1], seg[i+2])
+			if !ok || d < 0x20 || d == 0x7f || d == '.' || d == '/' || d == '\\' {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}
+
+// cleanQuery reports whether a raw query holds only printable ASCII and no
+// fragment.
+func cleanQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; c <= ' ' || c >= 0x7f || c == '#' {
+			return false
+		}
+	}
+	return true
+}
+
+func unhex2(a, b byte) (byte, bool) {
+	x, ok1 := unhex(a)
+	y, ok2 := unhex(b)
+	return x<<4 | y, ok1 && ok2
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,250 @@
+package nodeproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+)
+
+// Proxy is the node proxy. Build it with New, run it with Serve. It is
+// safe for concurrent use.
+type Proxy struct {
+	opts     Options
+	log      *slog.Logger
+	access   *slog.Logger
+	m        *metrics
+	policy   headerPolicy
+	inflight *inFlight
+	renewer  *renewer
+	client   *fasthttp.Client // pods, peers and the auth API
+	authBase string           // scheme://host[:port] of the auth API
+	hopValue string           // X-Sandgate-Hop value: this node's name
+
+	upgrader websocket.FastHTTPUpgrader
+	dialer   *websocket.Dialer
+	sockets  *wsRegistry
+	streams  *streamRegistry
+
+	draining atomic.Bool
+}
+
+// hopHeader marks a request forwarded by another node's proxy. Anyone can
+// send it, so it only ever restricts: a request carrying it is never
+// forwarded again (the loop guard) and never renews a session; its
+// forwarded headers are trusted only when the peer is a node (Peers).
+const hopHeader = "X-Sandgate-Hop"
+
+// New validates o, fills defaults and builds the proxy's clients, policies
+// and metrics once.
+func New(o Options) (*Proxy, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(o.AuthAPI) // Validate parsed it
+	p := &Proxy{
+		opts:     o,
+		log:      o.Logger.With("component", "nodeproxy"),
+		access:   o.Logger.With("component", "access"),
+		m:        m,
+		policy:   headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
+		inflight: newInFlight(o.MaxInFlightPerUser),
+		authBase: u.Scheme + "://" + u.Host,
+		hopValue: o.NodeName,
+		sockets:  newWSRegistry(),
+		streams:  newStreamRegistry(),
+	}
+	p.client = &fasthttp.Client{
+		NoDefaultUserAgentHeader: true,
+		Dial:                     p.dialHTTP,
+		StreamResponseBody:       true,
+		DisablePathNormalizing:   true,
+		MaxIdleConnDuration:      30 * time.Second,
+		MaxConnsPerHost:          4096,
+		ReadBufferSize:           o.MaxHeaderBytes,
+		WriteBufferSize:          16 << 10,
+		TLSConfig:                &tls.Config{MinVersion: tls.VersionTLS12},
+		RetryIfErr:               retryStale,
+	}
+	p.upgrader = websocket.FastHTTPUpgrader{
+		HandshakeTimeout: o.HeaderTimeout,
+		ReadBufferSize:   4 << 10,
+		WriteBufferSize:  4 << 10,
+	}
+	p.dialer = &websocket.Dialer{
+		NetDialContext:   p.dialWS,
+		HandshakeTimeout: o.DialTimeout + o.HeaderTimeout,
+		ReadBufferSize:   4 << 10,
+		WriteBufferSize:  4 << 10,
+	}
+	p.renewer = newRenewer(o, m, &http.Client{
+		Timeout: o.RenewTimeout,
+		Transport: &http.Transport{
+			DialContext:         p.dialNet,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     30 * time.Second,
+			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		},
+	})
+	return p, nil
+}
+
+// dial connects to addr with the configured dialer and timeout.
+func (p *Proxy) dial(addr string) (net.Conn, error) {
+	if p.opts.Dial != nil {
+		return p.opts.Dial(addr)
+	}
+	return net.DialTimeout("tcp", addr, p.opts.DialTimeout)
+}
+
+// dialHTTP connects the HTTP client: reads must make progress within
+// UpstreamIdleTimeout.
+func (p *Proxy) dialHTTP(addr string) (net.Conn, error) {
+	c, err := p.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamConn{Conn: c, readIdle: p.opts.UpstreamIdleTimeout, writeTimeout: p.opts.WriteTimeout}, nil
+}
+
+// dialWS connects a WebSocket upstream: an idle socket is fine, so only
+// writes are bounded.
+func (p *Proxy) dialWS(_ context.Context, _, addr string) (net.Conn, error) {
+	c, err := p.dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &upstreamConn{Conn: c, writeTimeout: p.opts.WriteTimeout}, nil
+}
+
+func (p *Proxy) dialNet(_ context.Context, _, addr string) (net.Conn, error) { return p.dial(addr) }
+
+// Handler returns the request handler, for tests and benchmarks that run
+// their own server.
+func (p *Proxy) Handler() fasthttp.RequestHandler { return p.serve }
+
+// newServer builds the fasthttp server with the limits against slow or
+// hostile clients.
+func (p *Proxy) newServer() *fasthttp.Server {
+	o := p.opts
+	return &fasthttp.Server{
+		Handler:               p.serve,
+		ErrorHandler:          p.serveError,
+		NoDefaultServerHeader: true,
+		NoDefaultDate:         true,
+		NoDefaultContentType:  true,
+		ReadTimeout:           o.HeaderTimeout,
+		IdleTimeout:           o.IdleTimeout,
+		ReadBufferSize:        o.MaxHeaderBytes,
+		WriteBufferSize:       16 << 10,
+		// Streamed bodies: the handler runs once the headers and at most
+		// one body byte are in, so it decides how much to buffer and sees
+		// an aborted upload itself.
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           1,
+		DisablePreParseMultipartForm: true,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{ReadTimeout: o.BodyTimeout}
+		},
+		// A client that asks before sending its body learns about the
+		// limit without sending it.
+		ExpectHandler:         p.expect,
+		CloseOnShutdown:       true,
+		SecureErrorLogMessage: true,
+		TCPKeepalive:          true,
+		Logger:                fasthttpLogger{p.log},
+		// The worker pool's cleaner notices a stopped server only after
+		// this long.
+		MaxIdleWorkerDuration: time.Second,
+	}
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: /readyz
+// fails, WebSockets get close 1001, event streams end (clients reconnect),
+// other requests drain for up to DrainTimeout, and whatever is still open
+// then is closed. It closes ln and returns nil after a clean shutdown.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
+	tl := newListener(ln, p.opts.WriteTimeout)
+	srv := p.newServer()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(tl) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	p.draining.Store(true)
+	p.log.Info("shutting down", "websockets", p.sockets.count(), "streams", p.streams.count())
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.DrainTimeout)
+	defer cancel()
+	p.sockets.closeAll()
+	p.streams.closeAll(true)
+	err := srv.ShutdownWithContext(drain)
+	if err != nil {
+		p.log.Warn("drain deadline passed; closing what is left", "err", err)
+	}
+	p.streams.closeAll(false)
+	tl.closeAll()
+	p.sockets.wait(drain)
+	if err != nil {
+		srv.ShutdownWithContext(context.Background())
+	}
+	<-served
+	p.client.CloseIdleConnections()
+	return nil
+}
+
+// fasthttpLogger sends fasthttp's own messages to slog at Debug: they are
+// about broken clients, and may quote their bytes.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
+	}
+}
+
+// peerAddr is the direct peer's IP address.
+func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return netip.IPv4Unspecified()
+}
+
+// trustedPeer reports whether the peer's forwarded headers count: it is a
+// configured proxy, or another node's proxy hopping a request here.
+func (p *Proxy) trustedPeer(peer netip.Addr, hop bool) bool {
+	for _, pre := range p.opts.TrustedProxies {
+		if pre.Contains(peer) {
+			return true
+		}
+	}
+	return hop && p.opts.Peers != nil && p.opts.Peers.IsNodeIP(peer.String())
+}
+
+// Draining reports whether shutdown has begun.
+func (p *Proxy) Draining() bool { return p.draining.Load() }
+
+// internalPrefix starts the auth API's internal endpoints, which node
+// proxies call themselves and never forward from clients.
+const internalPrefix = "/internal/"
+
+func isInternal(path string) bool { return strings.HasPrefix(path, internalPrefix) }

@@ -1,0 +1,140 @@
+package nodeproxy
+
+import (
+	"bytes"
+	"io"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// respBody streams an upstream response body to the client. fasthttp reads
+// it after the handler has returned and closes it when the response has
+// been written or the client has gone; that is when the request finishes.
+// It implements only fasthttp.ReadCloserWithError, so it is closed once.
+type respBody struct {
+	p     *Proxy
+	x     *exchange
+	resp  *fasthttp.Response
+	src   fasthttp.ReadCloserWithError
+	event bool // text/event-stream: ended at once on shutdown
+	n     int64
+	once  sync.Once
+}
+
+func (b *respBody) Read(buf []byte) (int, error) {
+	n, err := b.src.Read(buf)
+	b.n += int64(n)
+	return n, err
+}
+
+// CloseWithError ends the stream: err is why the client side stopped
+// early (nil once the body was written).
+func (b *respBody) CloseWithError(err error) error {
+	b.once.Do(func() {
+		b.p.streams.remove(b)
+		b.src.CloseWithError(err)
+		fasthttp.ReleaseResponse(b.resp)
+		b.x.bytesOut = b.n
+		if err != nil {
+			b.x.aborted = true
+		}
+		b.p.finish(b.x)
+	})
+	return nil
+}
+
+// interrupt ends a stream from outside (shutdown): closing the upstream
+// connection wakes a Read blocked on it, and fasthttp then closes b.
+func (b *respBody) interrupt() {
+	b.src.CloseWithError(ErrShuttingDown)
+}
+
+// streamRegistry tracks response bodies being streamed, so shutdown can
+// end them.
+type streamRegistry struct {
+	mu sync.Mutex
+	m  map[*respBody]struct{}
+}
+
+func newStreamRegistry() *streamRegistry {
+	return &streamRegistry{m: make(map[*respBody]struct{})}
+}
+
+func (r *streamRegistry) add(b *respBody) {
+	r.mu.Lock()
+	r.m[b] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *streamRegistry) remove(b *respBody) {
+	r.mu.Lock()
+	delete(r.m, b)
+	r.mu.Unlock()
+}
+
+func (r *streamRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+// closeAll interrupts the event streams, or every stream when !eventsOnly.
+func (r *streamRegistry) closeAll(eventsOnly bool) {
+	r.mu.Lock()
+	var open []*respBody
+	for b := range r.m {
+		if b.event || !eventsOnly {
+			open = append(open, b)
+		}
+	}
+	r.mu.Unlock()
+	for _, b := range open {
+		b.interrupt()
+	}
+}
+
+var eventStream = []byte("text/event-stream")
+
+// respond copies an upstream response to the client: headers through rp,
+// and the body streamed as it arrives. A body of unknown length goes out
+// chunked with the headers flushed first, so each upstream write (an SSE
+// event) reaches the client without waiting for more.
+func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, rp respPolicy) {
+	rp.copyResponse(&ctx.Response.Header, &resp.Header)
+	x.status = resp.StatusCode()
+	src, _ := resp.BodyStream().(fasthttp.ReadCloserWithError)
+	cl := resp.Header.ContentLength()
+	if src == nil || ctx.IsHead() || noBody(resp.StatusCode()) || cl == 0 {
+		if src != nil {
+			src.CloseWithError(nil)
+		}
+		switch {
+		case ctx.IsHead() && cl >= 0:
+			ctx.Response.SkipBody = true
+			ctx.Response.Header.SetContentLength(cl)
+		case src == nil && len(resp.Body()) > 0:
+			// A body the client buffered after all.
+			ctx.Response.SetBody(resp.Body())
+			x.bytesOut = int64(len(resp.Body()))
+		}
+		fasthttp.ReleaseResponse(resp)
+		p.finish(x)
+		return
+	}
+	b := &respBody{p: p, x: x, resp: resp, src: src,
+		event: bytes.HasPrefix(resp.Header.ContentType(), eventStream)}
+	p.streams.add(b)
+	if cl < 0 {
+		cl = -1
+		ctx.Response.ImmediateHeaderFlush = true
+	}
+	ctx.Response.SetBodyStream(b, cl)
+}
+
+// noBody reports statuses that never carry a body.
+func noBody(status int) bool {
+	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
+}
+
+var _ io.Reader = (*respBody)(nil)

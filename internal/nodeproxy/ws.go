@@ -1,0 +1,374 @@
+package nodeproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+)
+
+// closeWait bounds the wait for the other side's answer to a close frame.
+const closeWait = 3 * time.Second
+
+// maxCloseText keeps a close frame within the 125-byte control payload.
+const maxCloseText = 120
+
+// bridgePod dials the pod's WebSocket with the app's cookie (refreshing the
+// handshake once if the app answers 401), then upgrades the client and
+// bridges the two. A failed dial is reported to the client as close 1011
+// after the upgrade.
+func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
+	dial := func(up upstream) (*websocket.Conn, *http.Response, error) {
+		h := p.policy.httpHeaderForApp(&ctx.Request.Header)
+		x.fwd.setHTTP(h)
+		h.Set("Cookie", up.cookie)
+		return p.dialUpstreamWS(ctx, "ws://"+up.target.Addr+x.route.target, h)
+	}
+	conn, resp, err := dial(up)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized {
+		if up, err = p.refresh(ctx, up); err != nil {
+			p.fail(ctx, x, err)
+			return
+		}
+		x.retried = true
+		p.m.retries.Inc()
+		conn, _, err = dial(up)
+	}
+	if err != nil {
+		p.fail(ctx, x, fmt.Errorf("%w: WebSocket dial: %s", ErrUpstream, wsDialFailure(err)))
+		return
+	}
+	p.upgradeAndBridge(ctx, x, conn)
+}
+
+// bridgeHop bridges a WebSocket through the proxy of the pod's node, which
+// authenticates the user again and answers with its own close codes.
+func (p *Proxy) bridgeHop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
+	h := p.httpHeaderForHop(&ctx.Request.Header)
+	x.fwd.setHTTP(h)
+	setCredential(h.Set, id, p.opts.CookieName)
+	h.Set(hopHeader, p.hopValue)
+	conn, _, err := p.dialUpstreamWS(ctx, "ws://"+t.peer+userPrefix+x.route.user+x.route.target, h)
+	if err != nil {
+		p.fail(ctx, x, fmt.Errorf("%w: WebSocket hop: %s", ErrUpstream, wsDialFailure(err)))
+		return
+	}
+	p.upgradeAndBridge(ctx, x, conn)
+}
+
+// dialUpstreamWS dials url with the browser's Host and subprotocols.
+func (p *Proxy) dialUpstreamWS(ctx *fasthttp.RequestCtx, url string, h http.Header) (*websocket.Conn, *http.Response, error) {
+	h.Set("Host", string(ctx.Host()))
+	if v := ctx.Request.Header.Peek("Sec-WebSocket-Protocol"); len(v) > 0 {
+		h.Set("Sec-WebSocket-Protocol", string(v))
+	}
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout+p.opts.HeaderTimeout)
+	defer cancel()
+	conn, resp, err := p.dialer.DialContext(dctx, url, h)
+	p.m.observe(stageUpstream, start)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	return conn, resp, err
+}
+
+// wsDialFailure describes a failed dial without quoting the response.
+func wsDialFailure(err error) string {
+	if errors.Is(err, websocket.ErrBadHandshake) {
+		return "handshake refused"
+	}
+	return upstreamError(err).Error()
+}
+
+// upgradeAndBridge upgrades the client, answering with the upstream's
+// subprotocol, and bridges it to conn until either side closes.
+func (p *Proxy) upgradeAndBridge(ctx *fasthttp.RequestCtx, x *exchange, conn *websocket.Conn) {
+	ok := p.upgrade(ctx, x, func(client *websocket.Conn) { p.runBridge(x, client, conn) }, func() { conn.Close() })
+	if ok && conn.Subprotocol() != "" {
+		ctx.Response.Header.Set("Sec-WebSocket-Protocol", conn.Subprotocol())
+	}
+}
+
+// rejectWS accepts the upgrade and closes at once with the outcome's close
+// code: 4401 when authentication failed, 1011 otherwise.
+func (p *Proxy) rejectWS(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	res := outcome(err)
+	p.upgrade(ctx, x, func(c *websocket.Conn) {
+		x.wsClose = res.wsClose
+		c.WriteControl(websocket.CloseMessage, closeMessage(res.wsClose, res.message), time.Now().Add(closeWait))
+		c.SetReadDeadline(time.Now().Add(closeWait))
+		for {
+			if _, _, err := c.NextReader(); err != nil {
+				break
+			}
+		}
+		p.finish(x)
+	}, nil)
+}
+
+// upgrade answers the handshake with 101; run gets the client connection
+// once fasthttp has written the response. If the handshake is invalid the
+// upgrader has answered with an HTTP error and upgrade reports false. If
+// the client is gone before the 101 is written, fasthttp never calls run;
+// a timer then cleans up with abandon and finishes the request, so its
+// slot is released.
+func (p *Proxy) upgrade(ctx *fasthttp.RequestCtx, x *exchange, run func(*websocket.Conn), abandon func()) bool {
+	var claimed atomic.Bool
+	guard := time.AfterFunc(p.opts.WriteTimeout+p.opts.HeaderTimeout, func() {
+		if claimed.CompareAndSwap(false, true) {
+			if abandon != nil {
+				abandon()
+			}
+			x.aborted = true
+			p.finish(x)
+		}
+	})
+	err := p.upgrader.Upgrade(ctx, func(c *websocket.Conn) {
+		if !claimed.CompareAndSwap(false, true) {
+			return
+		}
+		guard.Stop()
+		x.status = fasthttp.StatusSwitchingProtocols
+		run(c)
+	})
+	if err != nil {
+		guard.Stop()
+		if abandon != nil {
+			abandon()
+		}
+		x.status = ctx.Response.StatusCode()
+		p.finish(x)
+		return false
+	}
+	return true
+}
+
+// closeMessage formats a close frame payload within the control-frame
+// limit.
+func closeMessage(code int, text string) []byte {
+	if len(text) > maxCloseText {
+		text = text[:maxCloseText]
+	}
+	return websocket.FormatCloseMessage(code, text)
+}
+
+// bridge copies WebSocket messages between a client and an upstream in
+// both directions: data messages streamed without buffering whole
+// messages, pings and pongs forwarded, close codes passed through.
+type bridge struct {
+	p        *Proxy
+	x        *exchange
+	client   *websocket.Conn
+	upstream *websocket.Conn
+	closing  atomic.Bool  // a close frame has been forwarded
+	toClient atomic.Int32 // close code sent to the client
+}
+
+// runBridge runs the bridge until both directions have ended.
+func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
+	b := &bridge{p: p, x: x, client: client, upstream: upstream}
+	if !p.sockets.add(b) {
+		client.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(closeWait))
+		upstream.Close()
+		x.wsClose = websocket.CloseGoingAway
+		p.finish(x)
+		return
+	}
+	p.m.websockets.Inc()
+	client.SetReadLimit(p.opts.WSMaxMessageBytes)
+	upstream.SetReadLimit(p.opts.WSMaxMessageBytes)
+	b.forwardControl(client, upstream)
+	b.forwardControl(upstream, client)
+	var wg sync.WaitGroup
+	wg.Go(func() { b.pump(client, upstream, true) })
+	wg.Go(func() { b.pump(upstream, client, false) })
+	wg.Wait()
+	upstream.Close()
+	client.Close()
+	p.m.websockets.Dec()
+	x.wsClose = int(b.toClient.Load())
+	p.sockets.remove(b)
+	p.finish(x)
+}
+
+// forwardControl passes src's pings and pongs on to dst and leaves close
+// frames to the pump, which forwards them instead of answering itself.
+func (b *bridge) forwardControl(src, dst *websocket.Conn) {
+	src.SetPingHandler(func(data string) error {
+		dst.WriteControl(websocket.PingMessage, []byte(data), time.Now().Add(b.p.opts.WriteTimeout))
+		return nil
+	})
+	src.SetPongHandler(func(data string) error {
+		dst.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(b.p.opts.WriteTimeout))
+		return nil
+	})
+	src.SetCloseHandler(func(int, string) error { return nil })
+}
+
+// readErr remembers why reading a message stopped, to tell it from a
+// failed write.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// pump copies messages from src to dst until src ends.
+func (b *bridge) pump(src, dst *websocket.Conn, fromClient bool) {
+	for {
+		typ, r, err := src.NextReader()
+		if err != nil {
+			b.ended(dst, fromClient, err)
+			return
+		}
+		dst.SetWriteDeadline(time.Now().Add(b.p.opts.WriteTimeout))
+		w, err := dst.NextWriter(typ)
+		if err != nil {
+			b.kill()
+			return
+		}
+		rr := &readErr{r: r}
+		_, cerr := io.Copy(w, rr)
+		werr := w.Close()
+		switch {
+		case rr.err != nil:
+			b.ended(dst, fromClient, rr.err)
+			return
+		case cerr != nil || werr != nil:
+			b.kill()
+			return
+		}
+	}
+}
+
+// ended handles the end of one direction: src sent a close frame, sent too
+// large a message, or broke. The matching close goes to dst; the first
+// close of the bridge gives dst closeWait to answer.
+func (b *bridge) ended(dst *websocket.Conn, fromClient bool, err error) {
+	code, text := websocket.CloseInternalServerErr, "upstream failed"
+	if fromClient {
+		code, text = websocket.CloseGoingAway, "client went away"
+	}
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce) && ce.Code != websocket.CloseAbnormalClosure && ce.Code != websocket.CloseTLSHandshake:
+		code, text = ce.Code, ce.Text
+	case errors.Is(err, websocket.ErrReadLimit):
+		code, text = websocket.CloseMessageTooBig, "message too big"
+	}
+	first := b.closing.CompareAndSwap(false, true)
+	if !fromClient {
+		b.toClient.CompareAndSwap(0, int32(code))
+	}
+	payload := closeMessage(code, text)
+	if code == websocket.CloseNoStatusReceived {
+		payload = nil
+	}
+	dst.WriteControl(websocket.CloseMessage, payload, time.Now().Add(closeWait))
+	if first {
+		dst.SetReadDeadline(time.Now().Add(closeWait))
+	}
+}
+
+// kill drops both connections at once, ending both pumps.
+func (b *bridge) kill() {
+	b.closing.Store(true)
+	b.client.NetConn().Close()
+	b.upstream.NetConn().Close()
+}
+
+// goingAway closes both sides with 1001, for shutdown.
+func (b *bridge) goingAway() {
+	b.closing.Store(true)
+	b.toClient.CompareAndSwap(0, websocket.CloseGoingAway)
+	msg := closeMessage(websocket.CloseGoingAway, "server shutting down")
+	deadline := time.Now().Add(closeWait)
+	b.client.WriteControl(websocket.CloseMessage, msg, deadline)
+	b.upstream.WriteControl(websocket.CloseMessage, msg, deadline)
+	b.client.SetReadDeadline(deadline)
+	b.upstream.SetReadDeadline(deadline)
+}
+
+// wsRegistry tracks open bridges so shutdown can close them with 1001 and
+// wait for them.
+type wsRegistry struct {
+	mu     sync.Mutex
+	closed bool
+	m      map[*bridge]struct{}
+	wg     sync.WaitGroup
+}
+
+func newWSRegistry() *wsRegistry { return &wsRegistry{m: make(map[*bridge]struct{})} }
+
+// add registers b; it reports false once shutdown has begun.
+func (r *wsRegistry) add(b *bridge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.m[b] = struct{}{}
+	r.wg.Add(1)
+	return true
+}
+
+func (r *wsRegistry) remove(b *bridge) {
+	r.mu.Lock()
+	delete(r.m, b)
+	r.mu.Unlock()
+	r.wg.Done()
+}
+
+func (r *wsRegistry) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}
+
+// closeAll refuses new bridges and sends 1001 to both sides of every open
+// one.
+func (r *wsRegistry) closeAll() {
+	r.mu.Lock()
+	r.closed = true
+	open := make([]*bridge, 0, len(r.m))
+	for b := range r.m {
+		open = append(open, b)
+	}
+	r.mu.Unlock()
+	for _, b := range open {
+		b.goingAway()
+	}
+}
+
+// wait returns once every bridge has ended, or ctx has; then it kills the
+// rest.
+func (r *wsRegistry) wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	for b := range r.m {
+		b.kill()
+	}
+	r.mu.Unlock()
+	<-done
+}
