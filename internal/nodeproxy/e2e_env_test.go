@@ -317,9 +317,8 @@ func (p *platform) podNode(user string) int {
 
 var appRequest = regexp.MustCompile(`dsh web: [A-Z]+ (/\S*) \d+ \d+ms`)
 
-// appRequests lists the paths user's app has answered, read from the CRI
-// log files of its pod on its node, probes and token exchanges excluded.
-func (p *platform) appRequests(user string) []string {
+// appLog returns the CRI log files of user's pod, read on its node.
+func (p *platform) appLog(user string) string {
 	p.t.Helper()
 	n := p.nodes[p.podNode(user)]
 	e, err := n.idx.Lookup(user)
@@ -328,17 +327,38 @@ func (p *platform) appRequests(user string) []string {
 	}
 	dir := filepath.Join(p.sim.Cluster.Kubelet.LogRoot(n.name), p.ns+"_"+e.Route.Pod.Name+"_"+e.Route.Pod.UID, "dsh")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.log*"))
-	var out []string
+	var all strings.Builder
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			p.t.Fatal(err)
 		}
-		for _, m := range appRequest.FindAllStringSubmatch(string(data), -1) {
-			if m[1] != "/favicon.svg" && m[1] != "/" {
-				out = append(out, m[1])
-			}
+		all.Write(data)
+	}
+	return all.String()
+}
+
+// appRequests lists the paths user's app has answered, read from the CRI
+// log files of its pod on its node, probes and token exchanges excluded.
+func (p *platform) appRequests(user string) []string {
+	p.t.Helper()
+	var out []string
+	for _, m := range appRequest.FindAllStringSubmatch(p.appLog(user), -1) {
+		if m[1] != "/favicon.svg" && m[1] != "/" {
+			out = append(out, m[1])
 		}
+	}
+	return out
+}
+
+var launchLine = regexp.MustCompile(`\?token=([A-Za-z0-9_-]{43})`)
+
+// launchTokens lists the launch tokens user's app has printed.
+func (p *platform) launchTokens(user string) []string {
+	p.t.Helper()
+	var out []string
+	for _, m := range launchLine.FindAllStringSubmatch(p.appLog(user), -1) {
+		out = append(out, m[1])
 	}
 	return out
 }

@@ -86,6 +86,40 @@ func TestE2EPlatform(t *testing.T) {
 		}
 	})
 
+	t.Run("launch token and app cookie never reach the browser", func(t *testing.T) {
+		tokens := p.launchTokens("alice")
+		if len(tokens) == 0 {
+			t.Fatal("no launch token in alice's pod logs")
+		}
+		for i := range p.nodes {
+			for _, path := range []string{"/u/alice/", "/u/alice/assets/app.js", "/u/alice/api/messages", "/u/alice/favicon.svg", "/u/alice/?token=" + tokens[0]} {
+				resp := p.get(i, path, aliceCookie)
+				var seen strings.Builder
+				for name, values := range resp.Header {
+					seen.WriteString(name + ": " + strings.Join(values, ",") + "\n")
+				}
+				seen.WriteString(readAll(t, resp))
+				for _, tok := range tokens {
+					if strings.Contains(seen.String(), tok) {
+						t.Errorf("GET %s via %s: the response carries a launch token", path, p.nodes[i].name)
+					}
+				}
+				if strings.Contains(seen.String(), "dsh-auth-") {
+					t.Errorf("GET %s via %s: the response carries the app's cookie", path, p.nodes[i].name)
+				}
+			}
+		}
+		logs := p.logs.String()
+		for _, tok := range tokens {
+			if strings.Contains(logs, tok) {
+				t.Error("a log line of the platform carries a launch token")
+			}
+		}
+		if strings.Contains(logs, "dsh-auth-") {
+			t.Error("a log line of the platform names the app's cookie")
+		}
+	})
+
 	t.Run("forged identity headers never reach the app", func(t *testing.T) {
 		for i := range p.nodes {
 			hdr := map[string]string{"Cookie": cookie(bob.session) + "; x=1", "X-Forwarded-User": "alice", "X-Forwarded-Email": "a@x",
