@@ -2,19 +2,18 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 // config is every setting of `authapi`, as the environment and flags give
@@ -62,45 +61,39 @@ func defaults() config {
 	}
 }
 
-// setting ties a flag to its environment variable.
-type setting struct {
-	flag, env, help string
-	val             flag.Value
-}
-
-func (c *config) settings() []setting {
-	return []setting{
-		{"listen-addr", "LISTEN_ADDR", "public listener (landing page, signup, login, JWKS; /internal/ too unless --internal-addr)", (*strVal)(&c.ListenAddr)},
-		{"internal-addr", "INTERNAL_ADDR", "separate listener for /internal/ routes and the JWKS; empty serves them on --listen-addr", (*strVal)(&c.InternalAddr)},
-		{"ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", (*strVal)(&c.OpsAddr)},
-		{"kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", (*strVal)(&c.Kubeconfig)},
-		{"namespace", "NAMESPACE", "namespace of the account claims and the signing Secret", (*strVal)(&c.Namespace)},
-		{"claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", (*strVal)(&c.ClaimPrefix)},
-		{"warm-pool", "WARM_POOL", "SandboxWarmPool new claims adopt from", (*strVal)(&c.WarmPool)},
-		{"signing-secret", "SIGNING_SECRET", "Secret holding the signing keys (created or filled on first start)", (*strVal)(&c.SigningSecret)},
-		{"issuer", "ISSUER", "iss of session tokens", (*strVal)(&c.Issuer)},
-		{"audience", "AUDIENCE", "aud of session tokens", (*strVal)(&c.Audience)},
-		{"session-token-ttl", "SESSION_TOKEN_TTL", "lifetime of one session token; node proxies renew it", (*durVal)(&c.SessionTTL)},
-		{"cookie-max-age", "COOKIE_MAX_AGE", "session length from login (seconds or duration)", (*durVal)(&c.CookieMaxAge)},
-		{"key-rotation-interval", "KEY_ROTATION_INTERVAL", "how often a new signing key takes over", (*durVal)(&c.KeyRotationInterval)},
-		{"key-publish-delay", "KEY_PUBLISH_DELAY", "how long a new key is in the JWKS before it signs (> node proxies' JWKS refresh)", (*durVal)(&c.KeyPublishDelay)},
-		{"wake-timeout", "WAKE_TIMEOUT", "how long signup and recreate wait for the sandbox to be Ready", (*durVal)(&c.WakeTimeout)},
-		{"cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", (*strVal)(&c.CookieName)},
-		{"cookie-secure", "COOKIE_SECURE", "mark cookies Secure (serve behind TLS)", (*boolVal)(&c.CookieSecure)},
-		{"allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", (*boolVal)(&c.AllowInsecure)},
-		{"auth-rate-limit", "AUTH_RATE_LIMIT", "signup and login requests per client per window; 0 disables", (*intVal)(&c.RateLimit)},
-		{"auth-rate-window", "AUTH_RATE_WINDOW", "rate limit window (seconds or duration)", (*durVal)(&c.RateWindow)},
-		{"trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs of proxies whose rightmost X-Forwarded-For names the client", (*strVal)(&c.TrustedProxies)},
-		{"signup-invite-code", "SIGNUP_INVITE_CODE", "invite code every signup must send; empty allows open signup", (*strVal)(&c.InviteCode)},
-		{"signup-invite-code-file", "SIGNUP_INVITE_CODE_FILE", "file holding the invite code (instead of SIGNUP_INVITE_CODE)", (*strVal)(&c.InviteCodeFile)},
-		{"max-body-mb", "MAX_BODY_MB", "request body limit in MiB", (*intVal)(&c.MaxBodyMB)},
-		{"auth-proxy-header", "AUTH_PROXY_HEADER", "trust this header as the user asserted by an SSO proxy; empty trusts none", (*strVal)(&c.AuthProxyHeader)},
-		{"internal-audience", "INTERNAL_AUDIENCE", "audience internal callers' ServiceAccount tokens must carry", (*strVal)(&c.InternalAudience)},
-		{"internal-allowed-service-accounts", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "comma-separated ServiceAccount usernames allowed on /internal/", (*strVal)(&c.AllowedServiceAccounts)},
-		{"token-review-cache-ttl", "TOKEN_REVIEW_CACHE_TTL", "how long a TokenReview result is reused", (*durVal)(&c.TokenReviewCacheTTL)},
-		{"flash-ttl", "FLASH_TTL", "how long the new-token flash cookie lives", (*durVal)(&c.FlashTTL)},
-		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", (*durVal)(&c.ShutdownTimeout)},
-		{"log-level", "LOG_LEVEL", "debug, info, warn or error", (*strVal)(&c.LogLevel)},
+func (c *config) settings() []settings.Setting {
+	return []settings.Setting{
+		settings.Var("listen-addr", "LISTEN_ADDR", "public listener (landing page, signup, login, JWKS; /internal/ too unless --internal-addr)", settings.String(&c.ListenAddr)),
+		settings.Var("internal-addr", "INTERNAL_ADDR", "separate listener for /internal/ routes and the JWKS; empty serves them on --listen-addr", settings.String(&c.InternalAddr)),
+		settings.Var("ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", settings.String(&c.OpsAddr)),
+		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&c.Kubeconfig)),
+		settings.Var("namespace", "NAMESPACE", "namespace of the account claims and the signing Secret", settings.String(&c.Namespace)),
+		settings.Var("claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", settings.String(&c.ClaimPrefix)),
+		settings.Var("warm-pool", "WARM_POOL", "SandboxWarmPool new claims adopt from", settings.String(&c.WarmPool)),
+		settings.Var("signing-secret", "SIGNING_SECRET", "Secret holding the signing keys (created or filled on first start)", settings.String(&c.SigningSecret)),
+		settings.Var("issuer", "ISSUER", "iss of session tokens", settings.String(&c.Issuer)),
+		settings.Var("audience", "AUDIENCE", "aud of session tokens", settings.String(&c.Audience)),
+		settings.Var("session-token-ttl", "SESSION_TOKEN_TTL", "lifetime of one session token; node proxies renew it", settings.Duration(&c.SessionTTL)),
+		settings.Var("cookie-max-age", "COOKIE_MAX_AGE", "session length from login (seconds or duration)", settings.Duration(&c.CookieMaxAge)),
+		settings.Var("key-rotation-interval", "KEY_ROTATION_INTERVAL", "how often a new signing key takes over", settings.Duration(&c.KeyRotationInterval)),
+		settings.Var("key-publish-delay", "KEY_PUBLISH_DELAY", "how long a new key is in the JWKS before it signs (> node proxies' JWKS refresh)", settings.Duration(&c.KeyPublishDelay)),
+		settings.Var("wake-timeout", "WAKE_TIMEOUT", "how long signup and recreate wait for the sandbox to be Ready", settings.Duration(&c.WakeTimeout)),
+		settings.Var("cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", settings.String(&c.CookieName)),
+		settings.Var("cookie-secure", "COOKIE_SECURE", "mark cookies Secure (serve behind TLS)", settings.Bool(&c.CookieSecure)),
+		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
+		settings.Var("auth-rate-limit", "AUTH_RATE_LIMIT", "signup and login requests per client per window; 0 disables", settings.Int(&c.RateLimit)),
+		settings.Var("auth-rate-window", "AUTH_RATE_WINDOW", "rate limit window (seconds or duration)", settings.Duration(&c.RateWindow)),
+		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs of proxies whose rightmost X-Forwarded-For names the client", settings.String(&c.TrustedProxies)),
+		settings.Var("signup-invite-code", "SIGNUP_INVITE_CODE", "invite code every signup must send; empty allows open signup", settings.String(&c.InviteCode)),
+		settings.Var("signup-invite-code-file", "SIGNUP_INVITE_CODE_FILE", "file holding the invite code (instead of SIGNUP_INVITE_CODE)", settings.String(&c.InviteCodeFile)),
+		settings.Var("max-body-mb", "MAX_BODY_MB", "request body limit in MiB", settings.Int(&c.MaxBodyMB)),
+		settings.Var("auth-proxy-header", "AUTH_PROXY_HEADER", "trust this header as the user asserted by an SSO proxy; empty trusts none", settings.String(&c.AuthProxyHeader)),
+		settings.Var("internal-audience", "INTERNAL_AUDIENCE", "audience internal callers' ServiceAccount tokens must carry", settings.String(&c.InternalAudience)),
+		settings.Var("internal-allowed-service-accounts", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "comma-separated ServiceAccount usernames allowed on /internal/", settings.String(&c.AllowedServiceAccounts)),
+		settings.Var("token-review-cache-ttl", "TOKEN_REVIEW_CACHE_TTL", "how long a TokenReview result is reused", settings.Duration(&c.TokenReviewCacheTTL)),
+		settings.Var("flash-ttl", "FLASH_TTL", "how long the new-token flash cookie lives", settings.Duration(&c.FlashTTL)),
+		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", settings.Duration(&c.ShutdownTimeout)),
+		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
 	}
 }
 
@@ -109,24 +102,9 @@ func (c *config) settings() []setting {
 // flag syntax errors (and --help) return an error here.
 func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
 	c := defaults()
-	fs := flag.NewFlagSet("authapi", flag.ContinueOnError)
-	fs.SetOutput(usageOut)
-	for _, s := range c.settings() {
-		if v := getenv(s.env); v != "" {
-			if err := s.val.Set(v); err != nil {
-				c.problems = append(c.problems, fmt.Errorf("%s=%q: %w", s.env, v, err))
-			}
-		}
-		fs.Var(s.val, s.flag, s.help)
-	}
-	fs.Usage = func() { usage(usageOut) }
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return c, nil
+	var err error
+	c.problems, err = settings.Load("authapi", c.settings(), args, getenv, usageOut, func() { usage(usageOut) })
+	return c, err
 }
 
 func usage(w io.Writer) {
@@ -140,17 +118,7 @@ bare seconds.
 
 `)
 	d := defaults()
-	for _, s := range d.settings() {
-		def := s.val.String()
-		if s.env == "SIGNUP_INVITE_CODE" {
-			def = "" // never print a secret, not even a default
-		}
-		fmt.Fprintf(w, "  --%s [%s]\n        %s", s.flag, s.env, s.help)
-		if def != "" {
-			fmt.Fprintf(w, " (default %s)", def)
-		}
-		fmt.Fprintln(w)
-	}
+	settings.Usage(w, d.settings())
 	fmt.Fprint(w, `
 Listeners: --listen-addr serves browsers and API clients; --ops-addr serves
 /healthz, /readyz and /metrics; the process refuses to start with
@@ -209,7 +177,7 @@ func (c config) validate() error {
 	if c.InviteCode != "" && c.InviteCodeFile != "" {
 		bad("set SIGNUP_INVITE_CODE or SIGNUP_INVITE_CODE_FILE, not both")
 	}
-	for _, sa := range splitList(c.AllowedServiceAccounts) {
+	for _, sa := range settings.SplitList(c.AllowedServiceAccounts) {
 		if !saPattern.MatchString(sa) {
 			bad("INTERNAL_ALLOWED_SERVICE_ACCOUNTS entry %q is not system:serviceaccount:<namespace>:<name>", sa)
 		}
@@ -224,30 +192,10 @@ func (c config) validate() error {
 }
 
 func (c config) trustedProxies() ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	var errs []error
-	for _, s := range splitList(c.TrustedProxies) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				errs = append(errs, fmt.Errorf("TRUSTED_PROXIES entry %q is not a CIDR or address", s))
-				continue
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		out = append(out, p.Masked())
-	}
-	return out, errors.Join(errs...)
+	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
 
-func (c config) level() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return 0, fmt.Errorf("LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
-	}
-	return l, nil
-}
+func (c config) level() (slog.Level, error) { return settings.Level(c.LogLevel) }
 
 // inviteCode returns the invite code, read from its file when one is named.
 func (c config) inviteCode() (string, error) {
@@ -264,59 +212,3 @@ func (c config) inviteCode() (string, error) {
 	}
 	return code, nil
 }
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// Flag value types over config fields.
-type (
-	strVal  string
-	boolVal bool
-	intVal  int
-	durVal  time.Duration
-)
-
-func (v *strVal) Set(s string) error { *v = strVal(s); return nil }
-func (v *strVal) String() string     { return string(*v) }
-
-func (v *boolVal) Set(s string) error {
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return fmt.Errorf("not a boolean")
-	}
-	*v = boolVal(b)
-	return nil
-}
-func (v *boolVal) String() string   { return strconv.FormatBool(bool(*v)) }
-func (v *boolVal) IsBoolFlag() bool { return true }
-
-func (v *intVal) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("not an integer")
-	}
-	*v = intVal(n)
-	return nil
-}
-func (v *intVal) String() string { return strconv.Itoa(int(*v)) }
-
-func (v *durVal) Set(s string) error {
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		*v = durVal(time.Duration(n * float64(time.Second)))
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("not a duration or a number of seconds")
-	}
-	*v = durVal(d)
-	return nil
-}
-func (v *durVal) String() string { return time.Duration(*v).String() }

@@ -17,6 +17,7 @@ import (
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 const inspectUsage = `Usage: authapi jwt inspect [flags] [TOKEN]
@@ -34,10 +35,10 @@ user's claim). Exits 0 only for a valid token, 1 otherwise, 2 on usage errors.
 func inspect(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	d := defaults()
 	for _, s := range d.settings() { // the environment's names and values apply here too
-		switch s.env {
+		switch s.Env {
 		case "ISSUER", "AUDIENCE", "NAMESPACE", "CLAIM_PREFIX", "COOKIE_MAX_AGE":
-			if v := getenv(s.env); v != "" {
-				_ = s.val.Set(v)
+			if v := getenv(s.Env); v != "" {
+				_ = s.Value.Set(v)
 			}
 		}
 	}
@@ -50,7 +51,7 @@ func inspect(ctx context.Context, args []string, getenv func(string) string, std
 	fs.StringVar(&d.ClaimPrefix, "claim-prefix", d.ClaimPrefix, "claim name prefix [CLAIM_PREFIX]")
 	fs.StringVar(&d.Issuer, "issuer", d.Issuer, "expected iss [ISSUER]")
 	fs.StringVar(&d.Audience, "audience", d.Audience, "expected aud [AUDIENCE]")
-	fs.Var((*durVal)(&d.CookieMaxAge), "cookie-max-age", "session length, to tell whether an expired token is renewable [COOKIE_MAX_AGE]")
+	fs.Var(settings.Duration(&d.CookieMaxAge), "cookie-max-age", "session length, to tell whether an expired token is renewable [COOKIE_MAX_AGE]")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, inspectUsage)
 		fs.VisitAll(func(f *flag.Flag) {

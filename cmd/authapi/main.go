@@ -24,6 +24,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func main() {
@@ -92,7 +93,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		KeyRotationInterval: c.KeyRotationInterval, KeyPublishDelay: c.KeyPublishDelay, WakeTimeout: c.WakeTimeout,
 		RateLimit: c.RateLimit, RateWindow: c.RateWindow, TrustedProxies: proxies, InviteCode: invite,
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, AuthProxyHeader: c.AuthProxyHeader,
-		InternalAudience: c.InternalAudience, AllowedServiceAccounts: splitList(c.AllowedServiceAccounts),
+		InternalAudience: c.InternalAudience, AllowedServiceAccounts: settings.SplitList(c.AllowedServiceAccounts),
 		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL,
 	})
 	if err != nil {

@@ -74,8 +74,8 @@ func TestHelpListsEverySetting(t *testing.T) {
 	}
 	d := defaults()
 	for _, s := range d.settings() {
-		if !strings.Contains(out, "--"+s.flag+" ["+s.env+"]") {
-			t.Errorf("--help lacks --%s [%s]", s.flag, s.env)
+		if !strings.Contains(out, "--"+s.Flag+" ["+s.Env+"]") {
+			t.Errorf("--help lacks --%s [%s]", s.Flag, s.Env)
 		}
 	}
 	if strings.Contains(out, "hush") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 // config is every setting of `nodeproxy`, as the environment and flags
@@ -80,52 +80,46 @@ func defaults() config {
 	}
 }
 
-// setting ties a flag to its environment variable.
-type setting struct {
-	flag, env, help string
-	val             flag.Value
-}
-
-func (c *config) settings() []setting {
-	return []setting{
-		{"listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", (*strVal)(&c.ListenAddr)},
-		{"ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", (*strVal)(&c.OpsAddr)},
-		{"node-name", "NODE_NAME", "this node (the downward API's spec.nodeName); required", (*strVal)(&c.NodeName)},
-		{"kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", (*strVal)(&c.Kubeconfig)},
-		{"namespace", "NAMESPACE", "namespace of the account claims, Sandboxes and sandbox pods", (*strVal)(&c.Namespace)},
-		{"claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", (*strVal)(&c.ClaimPrefix)},
-		{"app-container", "APP_CONTAINER", "the agent app's container in a sandbox pod; empty means the first", (*strVal)(&c.AppContainer)},
-		{"app-port", "APP_PORT", "the agent app's port when its container declares none", (*intVal)(&c.AppPort)},
-		{"authapi-url", "AUTHAPI_URL", "auth API base URL: paths outside /u/ go there, and session renewals", (*strVal)(&c.AuthAPIURL)},
-		{"jwks-url", "JWKS_URL", "JWKS of the session signing keys; empty means <AUTHAPI_URL>/.well-known/jwks.json", (*strVal)(&c.JWKSURL)},
-		{"issuer", "ISSUER", "required iss of session tokens", (*strVal)(&c.Issuer)},
-		{"audience", "AUDIENCE", "required aud of session tokens", (*strVal)(&c.Audience)},
-		{"jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid)", (*durVal)(&c.JWKSRefresh)},
-		{"sa-token-file", "SA_TOKEN_FILE", "projected ServiceAccount token for the auth API's internal endpoints", (*strVal)(&c.SATokenFile)},
-		{"cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", (*strVal)(&c.CookieName)},
-		{"cookie-secure", "COOKIE_SECURE", "session cookies are Secure (serve behind TLS)", (*boolVal)(&c.CookieSecure)},
-		{"allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", (*boolVal)(&c.AllowInsecure)},
-		{"cookie-max-age", "COOKIE_MAX_AGE", "session length from login; older sessions are not renewed", (*durVal)(&c.CookieMaxAge)},
-		{"peer-port", "PEER_PORT", "port of the other nodes' proxies; 0 means this proxy's listen port", (*intVal)(&c.PeerPort)},
-		{"trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs whose X-Forwarded-For/Proto/Host are kept (ingress, TLS terminator)", (*strVal)(&c.TrustedProxies)},
-		{"max-body-mb", "MAX_BODY_MB", "request body limit in MiB (413 past it)", (*intVal)(&c.MaxBodyMB)},
-		{"buffer-body-kb", "BUFFER_BODY_KB", "bodies up to this size are read whole before the app sees the request", (*intVal)(&c.BufferBodyKB)},
-		{"max-in-flight-per-user", "MAX_IN_FLIGHT_PER_USER", "concurrent requests plus WebSockets per user (503 / close 1011 past it)", (*intVal)(&c.MaxInFlightPerUser)},
-		{"ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", "largest WebSocket message; a larger one closes the connection (1009)", (*intVal)(&c.WSMaxMessageBytes)},
-		{"upstream-header-allowlist", "UPSTREAM_HEADER_ALLOWLIST", "comma-separated client headers sent to the app; empty applies the denylist", (*strVal)(&c.HeaderAllowlist)},
-		{"max-header-kb", "MAX_HEADER_KB", "largest request header block (431 past it)", (*intVal)(&c.MaxHeaderKB)},
-		{"log-root", "LOG_ROOT", "the node's pod log directory, read for launch tokens", (*strVal)(&c.LogRoot)},
-		{"log-tail-lines", "DSH_LOG_TAIL_LINES", "log lines searched for the launch token, newest first", (*intVal)(&c.LogTailLines)},
-		{"handshake-timeout", "HANDSHAKE_TIMEOUT", "bound on one log read plus token exchange", (*durVal)(&c.HandshakeTimeout)},
-		{"header-timeout", "HEADER_TIMEOUT", "time a client has to send its request headers", (*durVal)(&c.HeaderTimeout)},
-		{"body-timeout", "BODY_TIMEOUT", "time a client has to send its request body", (*durVal)(&c.BodyTimeout)},
-		{"write-timeout", "WRITE_TIMEOUT", "longest a write to a client may block (a stalled reader is dropped)", (*durVal)(&c.WriteTimeout)},
-		{"keepalive-timeout", "KEEPALIVE_TIMEOUT", "keep-alive time between requests", (*durVal)(&c.IdleTimeout)},
-		{"upstream-idle-timeout", "UPSTREAM_IDLE_TIMEOUT", "longest an upstream may stay silent during an HTTP response", (*durVal)(&c.UpstreamIdleTimeout)},
-		{"retry-after", "RETRY_AFTER", "Retry-After sent with 503", (*durVal)(&c.RetryAfter)},
-		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", (*durVal)(&c.ShutdownTimeout)},
-		{"sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", (*durVal)(&c.SyncTimeout)},
-		{"log-level", "LOG_LEVEL", "debug, info, warn or error", (*strVal)(&c.LogLevel)},
+func (c *config) settings() []settings.Setting {
+	return []settings.Setting{
+		settings.Var("listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", settings.String(&c.ListenAddr)),
+		settings.Var("ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", settings.String(&c.OpsAddr)),
+		settings.Var("node-name", "NODE_NAME", "this node (the downward API's spec.nodeName); required", settings.String(&c.NodeName)),
+		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&c.Kubeconfig)),
+		settings.Var("namespace", "NAMESPACE", "namespace of the account claims, Sandboxes and sandbox pods", settings.String(&c.Namespace)),
+		settings.Var("claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", settings.String(&c.ClaimPrefix)),
+		settings.Var("app-container", "APP_CONTAINER", "the agent app's container in a sandbox pod; empty means the first", settings.String(&c.AppContainer)),
+		settings.Var("app-port", "APP_PORT", "the agent app's port when its container declares none", settings.Int(&c.AppPort)),
+		settings.Var("authapi-url", "AUTHAPI_URL", "auth API base URL: paths outside /u/ go there, and session renewals", settings.String(&c.AuthAPIURL)),
+		settings.Var("jwks-url", "JWKS_URL", "JWKS of the session signing keys; empty means <AUTHAPI_URL>/.well-known/jwks.json", settings.String(&c.JWKSURL)),
+		settings.Var("issuer", "ISSUER", "required iss of session tokens", settings.String(&c.Issuer)),
+		settings.Var("audience", "AUDIENCE", "required aud of session tokens", settings.String(&c.Audience)),
+		settings.Var("jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid)", settings.Duration(&c.JWKSRefresh)),
+		settings.Var("sa-token-file", "SA_TOKEN_FILE", "projected ServiceAccount token for the auth API's internal endpoints", settings.String(&c.SATokenFile)),
+		settings.Var("cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", settings.String(&c.CookieName)),
+		settings.Var("cookie-secure", "COOKIE_SECURE", "session cookies are Secure (serve behind TLS)", settings.Bool(&c.CookieSecure)),
+		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
+		settings.Var("cookie-max-age", "COOKIE_MAX_AGE", "session length from login; older sessions are not renewed", settings.Duration(&c.CookieMaxAge)),
+		settings.Var("peer-port", "PEER_PORT", "port of the other nodes' proxies; 0 means this proxy's listen port", settings.Int(&c.PeerPort)),
+		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs whose X-Forwarded-For/Proto/Host are kept (ingress, TLS terminator)", settings.String(&c.TrustedProxies)),
+		settings.Var("max-body-mb", "MAX_BODY_MB", "request body limit in MiB (413 past it)", settings.Int(&c.MaxBodyMB)),
+		settings.Var("buffer-body-kb", "BUFFER_BODY_KB", "bodies up to this size are read whole before the app sees the request", settings.Int(&c.BufferBodyKB)),
+		settings.Var("max-in-flight-per-user", "MAX_IN_FLIGHT_PER_USER", "concurrent requests plus WebSockets per user (503 / close 1011 past it)", settings.Int(&c.MaxInFlightPerUser)),
+		settings.Var("ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", "largest WebSocket message; a larger one closes the connection (1009)", settings.Int(&c.WSMaxMessageBytes)),
+		settings.Var("upstream-header-allowlist", "UPSTREAM_HEADER_ALLOWLIST", "comma-separated client headers sent to the app; empty applies the denylist", settings.String(&c.HeaderAllowlist)),
+		settings.Var("max-header-kb", "MAX_HEADER_KB", "largest request header block (431 past it)", settings.Int(&c.MaxHeaderKB)),
+		settings.Var("log-root", "LOG_ROOT", "the node's pod log directory, read for launch tokens", settings.String(&c.LogRoot)),
+		settings.Var("log-tail-lines", "DSH_LOG_TAIL_LINES", "log lines searched for the launch token, newest first", settings.Int(&c.LogTailLines)),
+		settings.Var("handshake-timeout", "HANDSHAKE_TIMEOUT", "bound on one log read plus token exchange", settings.Duration(&c.HandshakeTimeout)),
+		settings.Var("header-timeout", "HEADER_TIMEOUT", "time a client has to send its request headers", settings.Duration(&c.HeaderTimeout)),
+		settings.Var("body-timeout", "BODY_TIMEOUT", "time a client has to send its request body", settings.Duration(&c.BodyTimeout)),
+		settings.Var("write-timeout", "WRITE_TIMEOUT", "longest a write to a client may block (a stalled reader is dropped)", settings.Duration(&c.WriteTimeout)),
+		settings.Var("keepalive-timeout", "KEEPALIVE_TIMEOUT", "keep-alive time between requests", settings.Duration(&c.IdleTimeout)),
+		settings.Var("upstream-idle-timeout", "UPSTREAM_IDLE_TIMEOUT", "longest an upstream may stay silent during an HTTP response", settings.Duration(&c.UpstreamIdleTimeout)),
+		settings.Var("retry-after", "RETRY_AFTER", "Retry-After sent with 503", settings.Duration(&c.RetryAfter)),
+		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", settings.Duration(&c.ShutdownTimeout)),
+		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", settings.Duration(&c.SyncTimeout)),
+		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
 	}
 }
 
@@ -134,24 +128,9 @@ func (c *config) settings() []setting {
 // flag syntax errors (and --help) return an error here.
 func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
 	c := defaults()
-	fs := flag.NewFlagSet("nodeproxy", flag.ContinueOnError)
-	fs.SetOutput(usageOut)
-	for _, s := range c.settings() {
-		if v := getenv(s.env); v != "" {
-			if err := s.val.Set(v); err != nil {
-				c.problems = append(c.problems, fmt.Errorf("%s=%q: %w", s.env, v, err))
-			}
-		}
-		fs.Var(s.val, s.flag, s.help)
-	}
-	fs.Usage = func() { usage(usageOut) }
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return c, nil
+	var err error
+	c.problems, err = settings.Load("nodeproxy", c.settings(), args, getenv, usageOut, func() { usage(usageOut) })
+	return c, err
 }
 
 func usage(w io.Writer) {
@@ -165,13 +144,7 @@ take "90s", "10m" or bare seconds.
 
 `)
 	d := defaults()
-	for _, s := range d.settings() {
-		fmt.Fprintf(w, "  --%s [%s]\n        %s", s.flag, s.env, s.help)
-		if def := s.val.String(); def != "" && def != "0" {
-			fmt.Fprintf(w, " (default %s)", def)
-		}
-		fmt.Fprintln(w)
-	}
+	settings.Usage(w, d.settings())
 	fmt.Fprint(w, `
 The process refuses to start with COOKIE_SECURE=false unless
 ALLOW_INSECURE_COOKIES=1. /readyz passes once the informers have synced and
@@ -258,27 +231,7 @@ func (c config) peerPort() int {
 }
 
 func (c config) trustedProxies() ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	var errs []error
-	for _, s := range splitList(c.TrustedProxies) {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			a, aerr := netip.ParseAddr(s)
-			if aerr != nil {
-				errs = append(errs, fmt.Errorf("TRUSTED_PROXIES entry %q is not a CIDR or address", s))
-				continue
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		out = append(out, p.Masked())
-	}
-	return out, errors.Join(errs...)
+	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
 
-func (c config) level() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return 0, fmt.Errorf("LOG_LEVEL %q is not debug, info, warn or error", c.LogLevel)
-	}
-	return l, nil
-}
+func (c config) level() (slog.Level, error) { return settings.Level(c.LogLevel) }

@@ -28,6 +28,7 @@ import (
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func main() {
@@ -119,7 +120,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		PeerPort: c.peerPort(), TrustedProxies: trusted,
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
 		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),
-		HeaderAllowlist: splitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
+		HeaderAllowlist: settings.SplitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
 		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
 		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
 		DrainTimeout: c.ShutdownTimeout, Logger: log, Registerer: reg, Gatherer: reg,

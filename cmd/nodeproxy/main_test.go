@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -38,7 +40,7 @@ func TestEnvThenFlags(t *testing.T) {
 	if c.NodeName != "n1" || c.MaxBodyMB != 7 || c.MaxInFlightPerUser != 5 || c.CookieSecure || c.WriteTimeout != 90*time.Second {
 		t.Errorf("config %+v", c)
 	}
-	if got := splitList(c.HeaderAllowlist); len(got) != 2 || got[1] != "X-Custom" {
+	if got := settings.SplitList(c.HeaderAllowlist); len(got) != 2 || got[1] != "X-Custom" {
 		t.Errorf("allowlist %q", got)
 	}
 	if c.peerPort() != 8443 || c.jwksURL() != "http://authapi.sandgate.svc:8080/.well-known/jwks.json" {

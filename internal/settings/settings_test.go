@@ -1,0 +1,69 @@
+package settings
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestValues(t *testing.T) {
+	var d time.Duration
+	for in, want := range map[string]time.Duration{"90": 90 * time.Second, "0.5": 500 * time.Millisecond, "10m": 10 * time.Minute, " 2s ": 2 * time.Second} {
+		if err := Duration(&d).Set(in); err != nil || d != want {
+			t.Errorf("Duration(%q) = %v, %v; want %v", in, d, err, want)
+		}
+	}
+	for _, bad := range []string{"", "ten", "5x"} {
+		if Duration(&d).Set(bad) == nil {
+			t.Errorf("Duration(%q) accepted", bad)
+		}
+	}
+	var b bool
+	if Bool(&b).Set("1") != nil || !b || Bool(&b).Set("maybe") == nil {
+		t.Error("Bool parsing is wrong")
+	}
+	var n int
+	if Int(&n).Set(" 7 ") != nil || n != 7 || Int(&n).Set("7.5") == nil {
+		t.Error("Int parsing is wrong")
+	}
+}
+
+func TestLoadPrecedenceAndProblems(t *testing.T) {
+	var addr string
+	var limit int
+	var window time.Duration
+	list := []Setting{
+		Var("addr", "ADDR", "", String(&addr)),
+		Var("limit", "LIMIT", "", Int(&limit)),
+		Var("window", "WINDOW", "", Duration(&window)),
+	}
+	env := map[string]string{"ADDR": ":1", "LIMIT": "lots", "WINDOW": "30"}
+	problems, err := Load("t", list, []string{"--addr", ":2"}, func(k string) string { return env[k] }, io.Discard, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != ":2" || window != 30*time.Second {
+		t.Errorf("addr %q window %v: flags must win over the environment", addr, window)
+	}
+	if len(problems) != 1 {
+		t.Errorf("problems %v, want the one unparsable LIMIT", problems)
+	}
+	if _, err := Load("t", list, []string{"--help"}, func(string) string { return "" }, io.Discard, func() {}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--help: %v", err)
+	}
+	if _, err := Load("t", list, []string{"stray"}, func(string) string { return "" }, io.Discard, func() {}); err == nil {
+		t.Error("a stray argument was accepted")
+	}
+}
+
+func TestPrefixes(t *testing.T) {
+	got, err := Prefixes("TRUSTED_PROXIES", "10.0.0.0/8, 127.0.0.1 ,,::1")
+	if err != nil || len(got) != 3 || got[1].Bits() != 32 {
+		t.Errorf("got %v, %v", got, err)
+	}
+	if _, err := Prefixes("TRUSTED_PROXIES", "10.0.0.0/33,nope"); err == nil {
+		t.Error("bad entries accepted")
+	}
+}
