@@ -1,0 +1,184 @@
+package activity
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults that New applies to zero Options fields.
+const (
+	// DefaultRetention is how long an entry with no open work outlives its
+	// last traffic.
+	DefaultRetention = time.Hour
+	// DefaultQuiet is how long a sandbox must have been silent for a new
+	// request on it to ask the Reporter for an early report.
+	DefaultQuiet = 10 * time.Second
+)
+
+// touchResolution bounds how often one entry's clock is written: a busy
+// WebSocket's frames then mostly read a cache line instead of bouncing it
+// between cores. It is far below any idle timeout.
+const touchResolution = int64(50 * time.Millisecond)
+
+// Key names a sandbox: the Sandbox object's namespace and name (the name
+// informer.Route.Sandbox carries, not the claim's).
+type Key struct {
+	Namespace string
+	Name      string
+}
+
+// String returns "namespace/name".
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// Options configures a Tracker.
+type Options struct {
+	// Retention drops an entry that has had no open work and no traffic for
+	// this long, so sandboxes that are gone leave the table. The leader
+	// keeps the newest activity it has seen, so nothing it needs is lost.
+	Retention time.Duration
+	// Quiet: a Begin on a sandbox silent for at least this long signals
+	// Changed, so the leader learns of new work on a sandbox that may be
+	// near its idle timeout without waiting a whole report interval. A
+	// request after a silence longer than IDLE_TIMEOUT - REPORT_INTERVAL
+	// could otherwise meet a suspend before its report arrives, so keep
+	// Quiet at most that.
+	Quiet time.Duration
+}
+
+// Tracker is a node's activity table. Its methods are safe for concurrent
+// use and, once a sandbox has an entry, take a read lock and update atomics
+// without allocating.
+//
+// Begin/End bracket every proxied HTTP request; a request that becomes a
+// WebSocket calls Upgrade after the 101 (instead of End) and EndWebSocket
+// when the WebSocket closes. Every End, Upgrade or EndWebSocket must follow a
+// Begin (or Upgrade) for the same key: an entry with open work is never
+// dropped, so the pair always meets the same entry.
+type Tracker struct {
+	retention int64
+	quiet     int64
+	changed   chan struct{}
+
+	mu sync.RWMutex
+	m  map[Key]*entry
+}
+
+type entry struct {
+	last       atomic.Int64 // unix nanoseconds of the last traffic
+	inFlight   atomic.Int64
+	webSockets atomic.Int64
+}
+
+// New returns an empty Tracker.
+func New(o Options) *Tracker {
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = DefaultQuiet
+	}
+	return &Tracker{
+		retention: int64(o.Retention), quiet: int64(o.Quiet),
+		changed: make(chan struct{}, 1), m: make(map[Key]*entry),
+	}
+}
+
+// Begin records the start of an HTTP request to k: one more in flight, and
+// traffic.
+func (t *Tracker) Begin(k Key) { t.update(k, 1, 0, true) }
+
+// End records the end of an HTTP request to k: one fewer in flight, and
+// traffic.
+func (t *Tracker) End(k Key) { t.update(k, -1, 0, false) }
+
+// Traffic records body bytes or a WebSocket data frame for k.
+func (t *Tracker) Traffic(k Key) { t.update(k, 0, 0, false) }
+
+// Upgrade turns one in-flight request to k into an open WebSocket, after
+// the upgrade succeeded. The WebSocket is counted before the request is
+// uncounted, so a concurrent Snapshot never sees neither.
+func (t *Tracker) Upgrade(k Key) { t.update(k, -1, 1, false) }
+
+// EndWebSocket records that a WebSocket to k closed: one fewer open, and
+// traffic.
+func (t *Tracker) EndWebSocket(k Key) { t.update(k, 0, -1, false) }
+
+// Changed is signalled (without blocking, coalesced) when a request begins
+// on a sandbox that had been silent for Options.Quiet or was unknown. The
+// Reporter listens to it to send an early report.
+func (t *Tracker) Changed() <-chan struct{} { return t.changed }
+
+func (t *Tracker) update(k Key, dReq, dWS int64, begin bool) {
+	now := time.Now().UnixNano()
+	t.mu.RLock()
+	if e := t.m[k]; e != nil {
+		t.apply(e, now, dReq, dWS, begin)
+		t.mu.RUnlock()
+		return
+	}
+	t.mu.RUnlock()
+	t.mu.Lock()
+	e := t.m[k]
+	if e == nil {
+		e = new(entry)
+		t.m[k] = e
+	}
+	t.apply(e, now, dReq, dWS, begin)
+	t.mu.Unlock()
+}
+
+// apply runs under either lock: entries are only removed under the write
+// lock and only without open work, so e is still in the table.
+func (t *Tracker) apply(e *entry, now, dReq, dWS int64, begin bool) {
+	if dWS != 0 {
+		e.webSockets.Add(dWS)
+	}
+	if dReq != 0 {
+		e.inFlight.Add(dReq)
+	}
+	prev := e.last.Load()
+	if now-prev < touchResolution {
+		return
+	}
+	e.last.Store(now)
+	if begin && now-prev >= t.quiet {
+		select {
+		case t.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Snapshot returns the table, sorted by key, and drops entries that have had
+// no open work and no traffic for Options.Retention.
+func (t *Tracker) Snapshot() []Entry {
+	now := time.Now().UnixNano()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Entry, 0, len(t.m))
+	for k, e := range t.m {
+		last, req, ws := e.last.Load(), max(e.inFlight.Load(), 0), max(e.webSockets.Load(), 0)
+		if req == 0 && ws == 0 && now-last >= t.retention {
+			delete(t.m, k)
+			continue
+		}
+		out = append(out, Entry{
+			Namespace: k.Namespace, Sandbox: k.Name, LastActivity: time.Unix(0, last).UnixMilli(),
+			InFlight: req, OpenWebSockets: ws,
+		})
+	}
+	slices.SortFunc(out, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Sandbox, b.Sandbox))
+	})
+	return out
+}
+
+// Len returns the number of entries.
+func (t *Tracker) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.m)
+}

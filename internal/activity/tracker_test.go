@@ -1,0 +1,171 @@
+package activity
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var (
+	keyA = Key{Namespace: "ns", Name: "a"}
+	keyB = Key{Namespace: "ns", Name: "b"}
+)
+
+func TestTrackerCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{})
+		start := time.Now()
+		tr.Begin(keyA)
+		tr.Begin(keyA)
+		tr.Begin(keyB)
+		time.Sleep(time.Second)
+		tr.End(keyA)
+		tr.Upgrade(keyB) // b's request became a WebSocket
+		time.Sleep(time.Second)
+		tr.Traffic(keyB)
+		want := []Entry{
+			{Namespace: "ns", Sandbox: "a", LastActivity: start.Add(time.Second).UnixMilli(), InFlight: 1},
+			{Namespace: "ns", Sandbox: "b", LastActivity: start.Add(2 * time.Second).UnixMilli(), OpenWebSockets: 1},
+		}
+		if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
+			t.Errorf("snapshot (-want +got):\n%s", diff)
+		}
+		tr.End(keyA)
+		tr.EndWebSocket(keyB)
+		for _, e := range tr.Snapshot() {
+			if e.InFlight != 0 || e.OpenWebSockets != 0 {
+				t.Errorf("%s still has open work: %+v", e.Key(), e)
+			}
+		}
+	})
+}
+
+func TestTrackerRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{Retention: time.Minute})
+		tr.Begin(keyA) // stays in flight: never dropped
+		tr.Traffic(keyB)
+		time.Sleep(time.Minute)
+		got := tr.Snapshot()
+		if len(got) != 1 || got[0].Sandbox != "a" {
+			t.Fatalf("after retention got %+v, want only the in-flight entry", got)
+		}
+		tr.End(keyA)
+		time.Sleep(59 * time.Second)
+		if tr.Snapshot(); tr.Len() != 1 {
+			t.Fatal("entry dropped before its retention")
+		}
+		time.Sleep(time.Second)
+		if tr.Snapshot(); tr.Len() != 0 {
+			t.Fatal("idle entry kept past its retention")
+		}
+	})
+}
+
+func TestTrackerChangedOnQuietBegin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{Quiet: 10 * time.Second})
+		signalled := func() bool {
+			select {
+			case <-tr.Changed():
+				return true
+			default:
+				return false
+			}
+		}
+		tr.Begin(keyA)
+		if !signalled() {
+			t.Error("first request on an unknown sandbox did not signal")
+		}
+		time.Sleep(5 * time.Second)
+		tr.End(keyA)
+		tr.Traffic(keyA)
+		time.Sleep(5 * time.Second)
+		tr.Begin(keyA)
+		if signalled() {
+			t.Error("request on a sandbox active 5s ago signalled")
+		}
+		tr.End(keyA)
+		time.Sleep(10 * time.Second)
+		tr.Traffic(keyA)
+		if signalled() {
+			t.Error("traffic alone signalled")
+		}
+		time.Sleep(10 * time.Second)
+		tr.Begin(keyA)
+		tr.Begin(keyB)
+		if !signalled() || signalled() {
+			t.Error("want exactly one coalesced signal after a quiet period")
+		}
+	})
+}
+
+func TestTrackerConcurrent(t *testing.T) {
+	tr := New(Options{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		k := keyA
+		if i%2 == 1 {
+			k = keyB
+		}
+		wg.Go(func() {
+			for range 1000 {
+				tr.Begin(k)
+				tr.Traffic(k)
+				tr.End(k)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 100 {
+			for _, e := range tr.Snapshot() {
+				if e.InFlight < 0 || e.InFlight > 4 {
+					t.Errorf("in flight %d outside 0..4", e.InFlight)
+				}
+			}
+		}
+	})
+	wg.Wait()
+	for _, e := range tr.Snapshot() {
+		if e.InFlight != 0 {
+			t.Errorf("%s: %d in flight after all ended", e.Key(), e.InFlight)
+		}
+	}
+}
+
+func TestTrackerHotPathDoesNotAllocate(t *testing.T) {
+	tr := New(Options{})
+	k := Key{Namespace: "sandgate", Name: "dsh-pool-x7k2p"}
+	tr.Traffic(k)
+	if n := testing.AllocsPerRun(100, func() {
+		tr.Begin(k)
+		tr.Traffic(k)
+		tr.Upgrade(k)
+		tr.EndWebSocket(k)
+	}); n != 0 {
+		t.Errorf("%v allocations per request on a known sandbox, want 0", n)
+	}
+}
+
+func BenchmarkTrackerRequest(b *testing.B) {
+	tr := New(Options{})
+	keys := make([]Key, 64)
+	for i := range keys {
+		keys[i] = Key{Namespace: "sandgate", Name: "dsh-pool-" + string(rune('a'+i%26)) + string(rune('a'+i/26))}
+		tr.Traffic(keys[i])
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			k := keys[i%len(keys)]
+			tr.Begin(k)
+			tr.Traffic(k)
+			tr.End(k)
+			i++
+		}
+	})
+}

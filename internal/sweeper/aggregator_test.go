@@ -1,0 +1,80 @@
+package sweeper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/activity"
+)
+
+var keyA = activity.Key{Namespace: ns, Name: "a"}
+
+func entry(name string, ageMS, inFlight, ws int64, sentAt int64) activity.Entry {
+	return activity.Entry{Namespace: ns, Sandbox: name, LastActivity: sentAt - ageMS, InFlight: inFlight, OpenWebSockets: ws}
+}
+
+func TestAggregatorMovesActivityOntoOwnClock(t *testing.T) {
+	a := NewAggregator(10 * time.Second)
+	now := time.Unix(1_000_000, 0)
+	// The node's clock is an hour behind; only the age counts.
+	sent := now.Add(-time.Hour).UnixMilli()
+	a.Observe(activity.Report{Node: "n1", SentAt: sent, Entries: []activity.Entry{entry("a", 5000, 0, 0, sent)}}, now)
+	if got, want := a.State(keyA, now).LastActivity, now.Add(-5*time.Second); !got.Equal(want) {
+		t.Errorf("last activity %v, want %v", got, want)
+	}
+	// An older observation never moves it back.
+	a.Observe(activity.Report{Node: "n2", SentAt: sent, Entries: []activity.Entry{entry("a", 60000, 0, 0, sent)}}, now)
+	if got, want := a.State(keyA, now).LastActivity, now.Add(-5*time.Second); !got.Equal(want) {
+		t.Errorf("last activity %v after an older report, want %v", got, want)
+	}
+	// Activity stamped after sending (a clock oddity) counts as "now".
+	a.Observe(activity.Report{Node: "n1", SentAt: sent, Entries: []activity.Entry{entry("a", -9000, 0, 0, sent)}}, now.Add(time.Second))
+	if got, want := a.State(keyA, now).LastActivity, now.Add(time.Second); !got.Equal(want) {
+		t.Errorf("last activity %v, want %v", got, want)
+	}
+}
+
+func TestAggregatorInFlight(t *testing.T) {
+	a := NewAggregator(10 * time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	ms := t0.UnixMilli()
+	a.Observe(activity.Report{Node: "n1", SentAt: ms, Entries: []activity.Entry{entry("a", 0, 2, 1, ms)}}, t0)
+	a.Observe(activity.Report{Node: "n2", SentAt: ms, Entries: []activity.Entry{entry("a", 0, 1, 0, ms)}}, t0)
+	if s := a.State(keyA, t0); s.InFlight != 3 || s.WebSockets != 1 {
+		t.Errorf("state %+v, want the sum of both nodes: 3 in flight, 1 WebSocket", s)
+	}
+	// n1's next report no longer lists a: its counts are replaced.
+	a.Observe(activity.Report{Node: "n1", SentAt: ms + 10000}, t0.Add(10*time.Second))
+	if s := a.State(keyA, t0.Add(10*time.Second)); s.InFlight != 1 || s.WebSockets != 0 {
+		t.Errorf("state %+v, want only n2's request", s)
+	}
+	// n2 stays silent: it counts for 3 intervals, then no more.
+	if s := a.State(keyA, t0.Add(30*time.Second)); s.InFlight != 1 {
+		t.Errorf("n2 silent for 3 intervals: in flight %d, want 1", s.InFlight)
+	}
+	if s := a.State(keyA, t0.Add(30*time.Second+time.Millisecond)); s.InFlight != 0 {
+		t.Errorf("n2 silent for longer than 3 intervals: in flight %d, want 0", s.InFlight)
+	}
+}
+
+func TestAggregatorRetainAndReset(t *testing.T) {
+	a := NewAggregator(10 * time.Second)
+	t0 := time.Unix(1_000_000, 0)
+	ms := t0.UnixMilli()
+	a.Observe(activity.Report{Node: "n1", SentAt: ms, Entries: []activity.Entry{entry("a", 0, 1, 0, ms), entry("gone", 0, 0, 0, ms)}}, t0)
+	a.Retain(func(k activity.Key) bool { return k == keyA }, t0)
+	if s := a.State(activity.Key{Namespace: ns, Name: "gone"}, t0); !s.LastActivity.IsZero() {
+		t.Error("a gone sandbox's activity was kept")
+	}
+	if s := a.State(keyA, t0); s.LastActivity.IsZero() || s.InFlight != 1 {
+		t.Errorf("a kept sandbox lost its state: %+v", s)
+	}
+	a.Retain(func(activity.Key) bool { return true }, t0.Add(time.Minute))
+	if len(a.nodes) != 0 {
+		t.Error("a node silent for a minute was kept")
+	}
+	a.Reset()
+	if s := a.State(keyA, t0); s != (State{}) {
+		t.Errorf("state after Reset %+v", s)
+	}
+}

@@ -1,0 +1,122 @@
+package sweeper
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// lister is where a sweep reads Sandboxes and claims: informer caches in
+// production, fixed lists in unit tests. Returned objects are read-only.
+type lister interface {
+	Sandboxes() []*agents.Sandbox
+	Claims() []*extensions.SandboxClaim
+}
+
+// patcher suspends one Sandbox, failing with a conflict when it is no
+// longer at resourceVersion.
+type patcher interface {
+	Suspend(ctx context.Context, name, resourceVersion string) error
+}
+
+// caches lists from the sweeper's two informers.
+type caches struct {
+	sandboxes, claims cache.SharedIndexInformer
+}
+
+func newCaches(o Options) caches {
+	return caches{
+		sandboxes: sandboxapi.NewInformer(o.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{Transform: slimSandbox}),
+		claims:    sandboxapi.NewInformer(o.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{Transform: slimClaim}),
+	}
+}
+
+func (c caches) Sandboxes() []*agents.Sandbox { return listOf[*agents.Sandbox](c.sandboxes) }
+
+func (c caches) Claims() []*extensions.SandboxClaim {
+	return listOf[*extensions.SandboxClaim](c.claims)
+}
+
+func listOf[T any](inf cache.SharedIndexInformer) []T {
+	objs := inf.GetStore().List()
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// slimMeta keeps the metadata the rules read.
+func slimMeta(m metav1.ObjectMeta, annotations map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: m.Labels, Annotations: annotations, DeletionTimestamp: m.DeletionTimestamp,
+	}
+}
+
+// slimSandbox keeps mode, readiness and ownership; pod templates are large.
+func slimSandbox(obj any) (any, error) {
+	sb, ok := obj.(*agents.Sandbox)
+	if !ok {
+		return obj, nil
+	}
+	return &agents.Sandbox{
+		ObjectMeta: slimMeta(sb.ObjectMeta, nil),
+		Spec:       agents.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
+		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions},
+	}, nil
+}
+
+// slimClaim keeps the managed-by label and what points at the Sandbox.
+func slimClaim(obj any) (any, error) {
+	c, ok := obj.(*extensions.SandboxClaim)
+	if !ok {
+		return obj, nil
+	}
+	var ann map[string]string
+	if n, ok := c.Annotations[extensions.AnnotationSandboxName]; ok {
+		ann = map[string]string{extensions.AnnotationSandboxName: n}
+	}
+	return &extensions.SandboxClaim{
+		ObjectMeta: slimMeta(c.ObjectMeta, ann),
+		Status:     extensions.SandboxClaimStatus{Sandbox: extensions.ClaimedSandbox{Name: c.Status.Sandbox.Name}},
+	}, nil
+}
+
+// clientPatcher suspends through the API server.
+type clientPatcher struct{ c SandboxClient }
+
+// suspendPatch is the merge patch body; the resourceVersion makes it
+// conditional.
+type suspendPatch struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Spec struct {
+		OperatingMode agents.OperatingMode `json:"operatingMode"`
+	} `json:"spec"`
+}
+
+func (p clientPatcher) Suspend(ctx context.Context, name, resourceVersion string) error {
+	var body suspendPatch
+	body.Metadata.ResourceVersion = resourceVersion
+	body.Spec.OperatingMode = agents.OperatingModeSuspended
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode suspend patch: %w", err)
+	}
+	if _, err := p.c.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch sandbox %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package sweeper
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+)
+
+// sweepState is one term's memory of the sandboxes.
+type sweepState struct {
+	// seen is when this term first saw each sandbox Running under a
+	// managed claim; the idle clock never starts earlier.
+	seen map[activity.Key]seenAt
+	// patched holds the resourceVersion each suspended sandbox had, until
+	// the cache moves past it.
+	patched map[activity.Key]string
+}
+
+type seenAt struct {
+	uid types.UID
+	at  time.Time
+}
+
+func newSweepState() *sweepState {
+	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string)}
+}
+
+// loop sweeps at once and then every SweepInterval until ctx ends.
+func (s *Sweeper) loop(ctx context.Context, t *term) {
+	st := newSweepState()
+	tick := time.NewTicker(s.opts.SweepInterval)
+	defer tick.Stop()
+	for {
+		s.sweep(ctx, t, st, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sweep applies the package's rules to every Sandbox in the cache.
+func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.Time) {
+	own := indexOwners(s.src.Claims())
+	live := make(map[activity.Key]bool)
+	defer func() {
+		for k := range st.seen {
+			if !live[k] {
+				delete(st.seen, k)
+			}
+		}
+		for k := range st.patched {
+			if !live[k] {
+				delete(st.patched, k)
+			}
+		}
+		s.agg.Retain(func(k activity.Key) bool { return live[k] }, now)
+	}()
+	for _, sb := range s.src.Sandboxes() {
+		k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
+		live[k] = true
+		if !running(sb) || !own.managed(sb) {
+			delete(st.seen, k)
+			delete(st.patched, k)
+			continue
+		}
+		if rv, ok := st.patched[k]; ok {
+			if rv == sb.ResourceVersion {
+				continue // our suspend is not in the cache yet
+			}
+			delete(st.patched, k) // changed since, e.g. woken: start afresh
+		}
+		first, ok := st.seen[k]
+		if !ok || first.uid != sb.UID {
+			first = seenAt{uid: sb.UID, at: now}
+			st.seen[k] = first
+		}
+		a := s.agg.State(k, now)
+		if a.InFlight > 0 || (s.opts.CountOpenConnections && a.WebSockets > 0) {
+			continue
+		}
+		last := latest(a.LastActivity, first.at, readySince(sb))
+		if now.Sub(last) < s.opts.IdleTimeout {
+			continue
+		}
+		until, ok := t.mayAct(time.Now())
+		if !ok {
+			return
+		}
+		if s.suspend(ctx, until, sb, now.Sub(last)) {
+			st.patched[k] = sb.ResourceVersion
+			delete(st.seen, k)
+		}
+	}
+}
+
+// suspend patches sb to Suspended, conditional on its resourceVersion, with
+// until (the end of the term's certain leadership) as deadline.
+func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, idle time.Duration) bool {
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
+	defer cancelTimeout()
+	err := s.patch.Suspend(ctx, sb.Name, sb.ResourceVersion)
+	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name)
+	switch {
+	case err == nil:
+		s.m.suspends.WithLabelValues(suspendOK).Inc()
+		log.Info("suspended idle sandbox", "idle_ms", idle.Milliseconds())
+		return true
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		s.m.suspends.WithLabelValues(suspendConflict).Inc()
+		log.Debug("sandbox changed before suspend", "error", err)
+	default:
+		s.m.suspends.WithLabelValues(suspendError).Inc()
+		log.Warn("suspend failed", "error", err)
+	}
+	return false
+}
+
+// running: spec.operatingMode is Running (unset defaults to it) and the
+// Sandbox is not being deleted.
+func running(sb *agents.Sandbox) bool {
+	m := sb.Spec.OperatingMode
+	return (m == agents.OperatingModeRunning || m == "") && sb.DeletionTimestamp == nil
+}
+
+// readySince is the last transition of the Ready condition: a sandbox that
+// just became Ready (woken) or stopped being so restarts its idle clock.
+func readySince(sb *agents.Sandbox) time.Time {
+	for _, c := range sb.Status.Conditions {
+		if c.Type == agents.ConditionReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
