@@ -39,9 +39,9 @@ build: ## build the sandgate binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: demo
-demo: controlplane ## run the local platform until Ctrl-C: real kube-apiserver + etcd, simulated 2-node cluster
-	@echo ">> building the demo"
-	$(GO) build -o bin/sandgate-demo ./cmd/sandgate-demo
+demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
+	@echo ">> building the demo, the auth API and the node proxy"
+	$(GO) build -o bin/ ./cmd/sandgate-demo ./cmd/authapi ./cmd/nodeproxy
 	./bin/sandgate-demo $(DEMO_FLAGS)
 
 .PHONY: controlplane

@@ -50,20 +50,44 @@ func waitForPools(ctx context.Context, restCfg *rest.Config, cfg config, stdout 
 	}
 }
 
-// printBanner tells the user how to look at the running demo.
-func printBanner(w io.Writer, cfg config, kubectl, kubeconfig string, sim *cluster.Cluster) {
+// printBanner tells the user where the platform answers and how to tour it.
+func printBanner(w io.Writer, cfg config, kubectl, kubeconfig string, sim *cluster.Cluster, p *platform, authCM map[string]string) {
 	if kubectl == "" {
 		kubectl = "kubectl"
 	}
 	k := fmt.Sprintf("%s --kubeconfig %s -n %s", kubectl, kubeconfig, cfg.namespace)
+	first := p.entries[0].url
+	fmt.Fprintf(w, "\nsandgate demo ready: %s\n", first)
+	for _, e := range p.entries[1:] {
+		fmt.Fprintf(w, "  and through node %s: %s\n", e.node, e.url)
+	}
 	fmt.Fprintf(w, `
-sandgate demo is running: a real kube-apiserver and a simulated %d-node cluster.
+A real kube-apiserver, a simulated %d-node cluster, %d auth API replicas and
+one node proxy per node, configured by the manifests' ConfigMaps.
 
   kubeconfig:  %s
   look:        %s get sandboxclaims,sandboxes,pods
-  claim one:   printf 'apiVersion: extensions.agents.x-k8s.io/v1beta1\nkind: SandboxClaim\nmetadata: {name: dsh-alice}\nspec: {warmPoolRef: {name: dsh-pool}}\n' | %s apply -f -
-  suspend it:  %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
-`, cfg.nodes, kubeconfig, k, k, k)
+
+Tour:
+  1. Open %s in a browser and sign up with a user name; the auth API claims a
+     warm sandbox (%s<user>) and sets a session cookie.
+  2. Open your agent at %su/<user>/ (any node's URL works: a node proxy hops
+     the request to the node that runs your pod).
+  3. From a shell:
+       curl -si -c /tmp/sandgate.cookies -X POST -H 'Content-Type: application/json' \
+         -d '{"user":"alice"}' %susers
+       curl -s -b /tmp/sandgate.cookies %su/alice/
+  4. See the claim:  %s get sandboxclaims
+  Not yet: idle suspend (a short IDLE_TIMEOUT) and wake-on-connect are still
+  being built into the binaries, so sandboxes stay running. Suspend one by
+  hand and the proxy answers 503 until you set it Running again:
+       %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+       %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Running"}}'
+`, cfg.nodes, cfg.authReplicas, kubeconfig, k, first, authCM["CLAIM_PREFIX"], first, first, p.entries[len(p.entries)-1].url, k, k, k)
+	fmt.Fprintln(w, "\nProcesses and their logs:")
+	for _, proc := range p.procs {
+		fmt.Fprintf(w, "  %-18s pid %-7d %s\n", proc.Name(), proc.Pid(), proc.LogPath())
+	}
 	for _, node := range sim.Kubelet.NodeNames() {
 		fmt.Fprintf(w, "  node %s: InternalIP %s, pod logs in %s\n", node, sim.Kubelet.NodeIP(node), sim.Kubelet.LogRoot(node))
 	}

@@ -1,9 +1,12 @@
 // Command sandgate-demo runs sandgate's local platform for `make demo`: a
-// real etcd and kube-apiserver with the agent-sandbox CRDs, and a simulated
+// real etcd and kube-apiserver with the agent-sandbox CRDs, a simulated
 // cluster of nodes (the stand-in agent-sandbox controller and kubelet from
 // internal/sim) holding the SandboxTemplate and SandboxWarmPool of
-// manifests/sandbox. It prints a kubeconfig and runs until Ctrl-C, then
-// stops every process it started and removes its temporary files.
+// manifests/sandbox, and the platform itself as child processes: auth API
+// replicas and one node proxy per node, configured from the ConfigMaps and
+// RBAC of manifests/authapi and manifests/daemonset. It prints the entry
+// URLs and a kubeconfig and runs until Ctrl-C, then stops every process it
+// started and removes its temporary files.
 //
 // It is a demo and test harness, not part of the platform: nothing it runs
 // is used in production.
@@ -26,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -47,6 +51,12 @@ type config struct {
 	nodes        int
 	manifests    string
 	crds         string
+	authapiDir   string // manifests/authapi
+	nodeproxyDir string // manifests/daemonset
+	binDir       string // where authapi and nodeproxy are, or are built
+	authReplicas int
+	httpHost     string
+	httpPort     int // the first node's entry port; node i serves on httpPort+i
 	tempParent   string
 	delays       controller.Delays
 	logMaxSize   int64
@@ -62,6 +72,12 @@ func defaults(getenv func(string) string) config {
 		nodes:        2,
 		manifests:    filepath.Join("manifests", "sandbox"),
 		crds:         filepath.Join("manifests", "crds"),
+		authapiDir:   filepath.Join("manifests", "authapi"),
+		nodeproxyDir: filepath.Join("manifests", "daemonset"),
+		binDir:       "bin",
+		authReplicas: 2,
+		httpHost:     "127.0.0.1",
+		httpPort:     8080,
 		delays:       controller.Delays{WarmAdoption: time.Second, ColdStart: 3 * time.Second, Resume: 2 * time.Second},
 		logMaxSize:   10 << 20,
 		logLevel:     slog.LevelWarn,
@@ -85,7 +101,17 @@ func (c config) validate() error {
 	if c.logMaxSize < 1024 {
 		errs = append(errs, errors.New("--log-max-size must be at least 1024"))
 	}
-	for flagName, dir := range map[string]string{"--manifests": c.manifests, "--crds": c.crds} {
+	if c.authReplicas < 1 || c.authReplicas > 10 {
+		errs = append(errs, fmt.Errorf("--authapi-replicas %d is not in 1..10", c.authReplicas))
+	}
+	if c.httpPort < 1 || c.httpPort+c.nodes > 65536 {
+		errs = append(errs, fmt.Errorf("--http-port %d leaves no room for %d nodes", c.httpPort, c.nodes))
+	}
+	if c.httpHost == "" {
+		errs = append(errs, errors.New("--http-host is empty"))
+	}
+	for flagName, dir := range map[string]string{"--manifests": c.manifests, "--crds": c.crds,
+		"--authapi-manifests": c.authapiDir, "--nodeproxy-manifests": c.nodeproxyDir} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			errs = append(errs, fmt.Errorf("%s %q is not a directory (run from the repository root)", flagName, dir))
 		}
@@ -104,8 +130,12 @@ Runs sandgate's local platform until Ctrl-C: etcd and kube-apiserver (built by
 'make controlplane', found through KUBEBUILDER_ASSETS or SANDGATE_CACHE) and a
 simulated cluster of nodes whose pods run the agent web-app stand-in on
 loopback addresses (127.10x.y.z:3080), with CRI logs in a per-node directory.
-It applies manifests/sandbox (a SandboxTemplate and a SandboxWarmPool), waits
-for the spares, prints a kubeconfig, and removes everything on exit.
+It applies manifests/sandbox (a SandboxTemplate and a SandboxWarmPool) and the
+RBAC and ConfigMaps of manifests/authapi and manifests/daemonset, waits for
+the spares, then runs the auth API replicas and one node proxy per node (from
+--bin-dir, built there when missing) configured by those ConfigMaps. Node i's
+proxy serves browsers on --http-host:(--http-port + i). It prints the URLs and
+a kubeconfig, and removes everything on exit.
 
 Flags:
 `)
@@ -115,6 +145,12 @@ Flags:
 	fs.IntVar(&c.nodes, "nodes", c.nodes, "number of simulated nodes")
 	fs.StringVar(&c.manifests, "manifests", c.manifests, "directory of the template, warm pool and config map to apply")
 	fs.StringVar(&c.crds, "crds", c.crds, "directory of the agent-sandbox CRDs")
+	fs.StringVar(&c.authapiDir, "authapi-manifests", c.authapiDir, "directory of the auth API's RBAC and ConfigMap")
+	fs.StringVar(&c.nodeproxyDir, "nodeproxy-manifests", c.nodeproxyDir, "directory of the node proxy's RBAC and ConfigMap")
+	fs.StringVar(&c.binDir, "bin-dir", c.binDir, "directory holding (or receiving) the authapi and nodeproxy binaries")
+	fs.IntVar(&c.authReplicas, "authapi-replicas", c.authReplicas, "number of auth API processes")
+	fs.StringVar(&c.httpHost, "http-host", c.httpHost, "address the node proxies' entry ports listen on")
+	fs.IntVar(&c.httpPort, "http-port", c.httpPort, "entry port of the first node; the others follow it")
 	fs.StringVar(&c.tempParent, "tmp", c.tempParent, "parent of the demo's temporary directory (default: system temp dir)")
 	fs.DurationVar(&c.delays.WarmAdoption, "warm-delay", c.delays.WarmAdoption, "simulated time to adopt a warm spare")
 	fs.DurationVar(&c.delays.ColdStart, "cold-delay", c.delays.ColdStart, "simulated time to start a new sandbox's pod")
@@ -144,12 +180,32 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	var platformObjs []*unstructured.Unstructured
+	for _, dir := range []string{cfg.authapiDir, cfg.nodeproxyDir} {
+		more, err := controlplane.ReadManifests(dir)
+		if err != nil {
+			return err
+		}
+		platformObjs = append(platformObjs, applicable(more)...)
+	}
+	authCM, err := configMapData(platformObjs, authapiConfigMap)
+	if err != nil {
+		return err
+	}
+	nodeCM, err := configMapData(platformObjs, nodeproxyConfigMap)
+	if err != nil {
+		return err
+	}
 	bins, err := controlplane.FindBinaries(cfg.assetsDir, cfg.cacheDir)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	authapiBin, nodeproxyBin, err := locateBinaries(ctx, cfg.binDir, stdout)
+	if err != nil {
+		return err
+	}
 
 	tmp, err := os.MkdirTemp(cfg.tempParent, "sandgate-demo-")
 	if err != nil {
@@ -190,6 +246,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	if err := apply(ctx, dyn, cfg.namespace, objs); err != nil {
 		return err
 	}
+	fmt.Fprintf(stdout, ">> applying the RBAC and config of %s and %s\n", cfg.authapiDir, cfg.nodeproxyDir)
+	if err := apply(ctx, dyn, cfg.namespace, platformObjs); err != nil {
+		return err
+	}
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
 	if err := controlplane.WriteKubeconfig(restCfg, kubeconfig); err != nil {
 		return err
@@ -197,11 +257,20 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	if err := waitForPools(ctx, restCfg, cfg, stdout); err != nil {
 		return err
 	}
-	printBanner(stdout, cfg, bins.Kubectl, kubeconfig, sim)
+	p, err := startPlatform(ctx, platformConfig{
+		cfg: cfg, dir: tmp, cp: cp, authCM: authCM, nodeCM: nodeCM,
+		nodes: sim.Kubelet.NodeNames(), nodeIP: sim.Kubelet.NodeIP, logRoot: sim.Kubelet.LogRoot,
+		getenv: getenv, authapi: authapiBin, nodeproxy: nodeproxyBin,
+	}, stdout, logger)
+	if err != nil {
+		return err
+	}
+	defer p.stop(logger)
+	printBanner(stdout, cfg, bins.Kubectl, kubeconfig, sim, p, authCM)
 
 	<-ctx.Done()
 	stop() // a second Ctrl-C ends the process at once
-	fmt.Fprintln(stdout, "\n>> stopping: simulated cluster, kube-apiserver, etcd; removing", tmp)
+	fmt.Fprintln(stdout, "\n>> stopping: node proxies, auth API, simulated cluster, kube-apiserver, etcd; removing", tmp)
 	return nil
 }
 

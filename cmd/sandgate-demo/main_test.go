@@ -18,12 +18,14 @@ func TestFlags(t *testing.T) {
 	root := filepath.Join("..", "..")
 	cfg, err := parseFlags([]string{
 		"--manifests", filepath.Join(root, "manifests", "sandbox"), "--crds", filepath.Join(root, "manifests", "crds"),
-		"--nodes", "3", "--warm-delay", "250ms", "--log-level", "debug",
+		"--authapi-manifests", filepath.Join(root, "manifests", "authapi"), "--nodeproxy-manifests", filepath.Join(root, "manifests", "daemonset"),
+		"--nodes", "3", "--warm-delay", "250ms", "--log-level", "debug", "--http-port", "9000",
 	}, noEnv, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "sandgate" {
+	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "sandgate" ||
+		cfg.httpPort != 9000 || cfg.httpHost != "127.0.0.1" || cfg.authReplicas != 2 || cfg.binDir != "bin" {
 		t.Errorf("config %+v", cfg)
 	}
 
@@ -31,8 +33,9 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--help"}, noEnv, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "Ctrl-C") {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
-	_, err = parseFlags([]string{"--nodes", "0", "--manifests", "/nonexistent", "--cold-delay", "-1s"}, noEnv, &bytes.Buffer{})
-	for _, want := range []string{"--nodes", "--manifests", "delays"} {
+	_, err = parseFlags([]string{"--nodes", "0", "--manifests", "/nonexistent", "--cold-delay", "-1s",
+		"--authapi-replicas", "0", "--http-port", "0", "--http-host", ""}, noEnv, &bytes.Buffer{})
+	for _, want := range []string{"--nodes", "--manifests", "delays", "--authapi-replicas", "--http-port", "--http-host", "--authapi-manifests"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validation error %v does not mention %s", err, want)
 		}

@@ -36,8 +36,8 @@ type ControlPlane struct {
 	opts      Options
 	dir       string
 	pki       *pki
-	etcd      *process
-	apiserver *process
+	etcd      *Process
+	apiserver *Process
 	apiArgs   []string
 	apiPort   int
 	url       string
@@ -96,7 +96,7 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	c.etcd, err = startProcess("etcd", c.dir, c.opts.Binaries.Etcd,
+	c.etcd, err = StartProcess("etcd", c.dir, c.opts.Binaries.Etcd, nil,
 		"--name=default",
 		"--data-dir="+filepath.Join(c.dir, "etcd"),
 		"--listen-client-urls="+client,
@@ -148,7 +148,7 @@ func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
 		"--v=1",
 	)
 	var err error
-	if c.apiserver, err = startProcess("kube-apiserver", c.dir, c.opts.Binaries.KubeAPIServer, args...); err != nil {
+	if c.apiserver, err = StartProcess("kube-apiserver", c.dir, c.opts.Binaries.KubeAPIServer, nil, args...); err != nil {
 		return err
 	}
 	cs, err := kubernetes.NewForConfig(c.AdminConfig())
@@ -166,12 +166,12 @@ func (c *ControlPlane) StopAPIServer() error {
 	if c.apiserver == nil {
 		return nil
 	}
-	return c.apiserver.stop(10 * time.Second)
+	return c.apiserver.Stop(10 * time.Second)
 }
 
 // waitHTTP polls url (or probe) until it answers, failing early with the
 // process log when the process exits.
-func (c *ControlPlane) waitHTTP(ctx context.Context, p *process, url string, probe func(context.Context) error) error {
+func (c *ControlPlane) waitHTTP(ctx context.Context, p *Process, url string, probe func(context.Context) error) error {
 	if probe == nil {
 		probe = func(ctx context.Context) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -199,9 +199,9 @@ func (c *ControlPlane) waitHTTP(ctx context.Context, p *process, url string, pro
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited during start: %s", p.name, p.logTail())
+			return fmt.Errorf("%s exited during start: %s", p.name, p.LogTail())
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last error: %v) log: %s", p.name, ctx.Err(), lastErr, p.logTail())
+			return fmt.Errorf("wait for %s: %w (last error: %v) log: %s", p.name, ctx.Err(), lastErr, p.LogTail())
 		case <-tick.C:
 		}
 	}
@@ -210,9 +210,9 @@ func (c *ControlPlane) waitHTTP(ctx context.Context, p *process, url string, pro
 // Stop ends kube-apiserver and etcd and removes the temporary directory.
 func (c *ControlPlane) Stop() error {
 	var errs []error
-	for _, p := range []*process{c.apiserver, c.etcd} {
+	for _, p := range []*Process{c.apiserver, c.etcd} {
 		if p != nil {
-			errs = append(errs, p.stop(10*time.Second))
+			errs = append(errs, p.Stop(10*time.Second))
 		}
 	}
 	errs = append(errs, os.RemoveAll(c.dir))
