@@ -53,7 +53,7 @@ func defaults() config {
 		SessionTTL: authapi.DefaultSessionTTL, CookieMaxAge: authapi.DefaultCookieMaxAge,
 		KeyRotationInterval: authapi.DefaultKeyRotationInterval, KeyPublishDelay: authapi.DefaultKeyPublishDelay,
 		WakeTimeout: authapi.DefaultWakeTimeout, CookieSecure: true,
-		RateLimit: 10, RateWindow: authapi.DefaultRateWindow, MaxBodyMB: 1,
+		RateLimit: 30, RateWindow: authapi.DefaultRateWindow, MaxBodyMB: 1,
 		InternalAudience:       authapi.DefaultInternalAudience,
 		AllowedServiceAccounts: "system:serviceaccount:sandgate:nodeproxy",
 		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL, FlashTTL: authapi.DefaultFlashTTL,
