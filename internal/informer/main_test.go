@@ -1,56 +1,23 @@
 package informer
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"sync"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
 )
 
-// The real control plane starts on first use, so unit-only runs
-// (-run 'Test[^I]') never pay for it.
-var (
-	cpOnce sync.Once
-	cp     *controlplane.ControlPlane
-	cpErr  error
-)
+// The real control plane starts on first use, so unit-only runs never
+// pay for it.
+var shared clustertest.Lazy
 
 func cluster(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	cpOnce.Do(func() { cp, cpErr = clustertest.Start(context.Background()) })
-	if cpErr != nil {
-		t.Fatalf("start control plane: %v", cpErr)
-	}
-	return cp
+	return shared.Get(t)
 }
 
 func TestMain(m *testing.M) {
 	installGates()
-	code := m.Run()
-	if cp != nil {
-		cp.Stop()
-	}
-	if code == 0 {
-		if err := goleak.Find(leakOptions()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leakOptions ignores the goroutines client-go keeps process-wide: idle
-// HTTP connections of its cached transports and klog's flusher.
-func leakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-	}
+	os.Exit(clustertest.MainLazy(m, &shared))
 }
