@@ -14,6 +14,7 @@ import (
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/settings"
+	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // config is every setting of `authapi`, as the environment and flags give
@@ -40,6 +41,9 @@ type config struct {
 	TokenReviewCacheTTL, FlashTTL     time.Duration
 	ShutdownTimeout                   time.Duration
 	LogLevel                          string
+	IdleTimeout, ReportInterval       time.Duration
+	IdleCountsOpenConnections         bool
+	PodName, PodIP                    string
 
 	problems []error // values the environment or flags could not parse
 }
@@ -58,6 +62,7 @@ func defaults() config {
 		AllowedServiceAccounts: "system:serviceaccount:sandgate:nodeproxy",
 		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL, FlashTTL: authapi.DefaultFlashTTL,
 		ShutdownTimeout: 20 * time.Second, LogLevel: "info",
+		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
 	}
 }
 
@@ -94,6 +99,11 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("flash-ttl", "FLASH_TTL", "how long the new-token flash cookie lives", settings.Duration(&c.FlashTTL)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", settings.Duration(&c.ShutdownTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
+		settings.Var("idle-timeout", "IDLE_TIMEOUT", "suspend a managed sandbox after this long without activity or open work", settings.Duration(&c.IdleTimeout)),
+		settings.Var("report-interval", "REPORT_INTERVAL", "node proxies' activity report interval (a node silent for 3 counts as idle)", settings.Duration(&c.ReportInterval)),
+		settings.Var("idle-counts-open-connections", "IDLE_COUNTS_OPEN_CONNECTIONS", "an open but silent WebSocket keeps its sandbox awake", settings.Bool(&c.IdleCountsOpenConnections)),
+		settings.Var("pod-name", "POD_NAME", "this replica's pod name, for the sweeper's leader lease; empty uses the host name", settings.String(&c.PodName)),
+		settings.Var("pod-ip", "POD_IP", "address where other replicas reach this one's internal listener; empty uses the listener's host or 127.0.0.1", settings.String(&c.PodIP)),
 	}
 }
 
@@ -159,11 +169,14 @@ func (c config) validate() error {
 	if c.KeyPublishDelay < 0 || c.KeyRotationInterval < 2*c.KeyPublishDelay || c.KeyRotationInterval < time.Minute {
 		bad("KEY_ROTATION_INTERVAL %v must be at least 1m and twice KEY_PUBLISH_DELAY %v", c.KeyRotationInterval, c.KeyPublishDelay)
 	}
-	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "AUTH_RATE_WINDOW": c.RateWindow,
+	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "REPORT_INTERVAL": c.ReportInterval, "AUTH_RATE_WINDOW": c.RateWindow,
 		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "FLASH_TTL": c.FlashTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
 		if d <= 0 {
 			bad("%s %v must be positive", name, d)
 		}
+	}
+	if c.IdleTimeout <= c.ReportInterval {
+		bad("IDLE_TIMEOUT %v must be longer than REPORT_INTERVAL %v", c.IdleTimeout, c.ReportInterval)
 	}
 	if c.RateLimit < 0 {
 		bad("AUTH_RATE_LIMIT %d must not be negative", c.RateLimit)

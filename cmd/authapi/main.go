@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
+	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 func main() {
@@ -85,6 +87,40 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	proxies, _ := c.trustedProxies() // validated
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// Bind every listener before anything reports ready; the internal one's
+	// address is where other replicas forward activity reports.
+	internalAddr := c.ListenAddr
+	if c.InternalAddr != "" {
+		internalAddr = c.InternalAddr
+	}
+	lns := map[string]net.Listener{}
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	for _, addr := range []string{c.ListenAddr, c.InternalAddr, c.OpsAddr} {
+		if addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		lns[addr] = ln
+	}
+	sw, err := sweeper.New(sweeper.Options{
+		Namespace: c.Namespace, Sandboxes: sb.Sandboxes(c.Namespace), Claims: sb.SandboxClaims(c.Namespace),
+		Leases: kube.CoordinationV1(), Identity: sweeper.Identity(podName(c.PodName), reportAddr(c.PodIP, lns[internalAddr].Addr())),
+		IdleTimeout: c.IdleTimeout, ReportInterval: c.ReportInterval, CountOpenConnections: c.IdleCountsOpenConnections,
+		Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		closeAll()
+		return err
+	}
 	srv, err := authapi.New(authapi.Options{
 		Logger: log, Metrics: authapi.NewMetrics(reg), Kube: kube, Sandboxes: sb,
 		Namespace: c.Namespace, ClaimPrefix: c.ClaimPrefix, WarmPool: c.WarmPool, SigningSecret: c.SigningSecret,
@@ -94,30 +130,24 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		RateLimit: c.RateLimit, RateWindow: c.RateWindow, TrustedProxies: proxies, InviteCode: invite,
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, AuthProxyHeader: c.AuthProxyHeader,
 		InternalAudience: c.InternalAudience, AllowedServiceAccounts: settings.SplitList(c.AllowedServiceAccounts),
-		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL,
+		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL, Activity: sw,
 	})
 	if err != nil {
+		closeAll()
 		return err
 	}
 
-	// Bind every listener before anything reports ready.
 	public := srv.Handler()
-	listeners := map[string]http.Handler{c.OpsAddr: authapi.OpsHandler(srv.Ready, reg)}
+	handlers := map[string]http.Handler{c.OpsAddr: authapi.OpsHandler(srv.Ready, reg)}
 	if c.InternalAddr != "" {
 		public = srv.Public()
-		listeners[c.InternalAddr] = srv.Internal()
+		handlers[c.InternalAddr] = srv.Internal()
 	}
-	listeners[c.ListenAddr] = public
+	handlers[c.ListenAddr] = public
 	var servers []*http.Server
 	g, gctx := errgroup.WithContext(ctx)
-	for addr, h := range listeners {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			for _, s := range servers {
-				s.Close()
-			}
-			return fmt.Errorf("listen on %s: %w", addr, err)
-		}
+	for addr, h := range handlers {
+		ln := lns[addr]
 		s := &http.Server{
 			Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: c.WakeTimeout + time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
@@ -132,6 +162,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 			return nil
 		})
 	}
+	g.Go(func() error { return sw.Run(gctx) })
 	g.Go(func() error { return srv.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
@@ -149,4 +180,30 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return nil
 	}
 	return err
+}
+
+// podName is POD_NAME, or the host name outside Kubernetes.
+func podName(name string) string {
+	if name != "" {
+		return name
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "authapi"
+	}
+	return strings.ToLower(h)
+}
+
+// reportAddr is host:port where other replicas reach this one's internal
+// listener: POD_IP (or the listener's own host, or loopback) and the bound
+// port.
+func reportAddr(podIP string, bound net.Addr) string {
+	host, port, _ := net.SplitHostPort(bound.String())
+	switch {
+	case podIP != "":
+		host = podIP
+	case host == "" || net.ParseIP(host).IsUnspecified():
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
@@ -51,6 +52,8 @@ type config struct {
 	IdleTimeout               time.Duration
 	UpstreamIdleTimeout       time.Duration
 	RetryAfter                time.Duration
+	WakeTimeout               time.Duration
+	ReportInterval            time.Duration
 	ShutdownTimeout           time.Duration
 	SyncTimeout               time.Duration
 	LogLevel                  string
@@ -75,6 +78,7 @@ func defaults() config {
 		HeaderTimeout: nodeproxy.DefaultHeaderTimeout, BodyTimeout: nodeproxy.DefaultBodyTimeout,
 		WriteTimeout: nodeproxy.DefaultWriteTimeout, IdleTimeout: nodeproxy.DefaultIdleTimeout,
 		UpstreamIdleTimeout: nodeproxy.DefaultUpstreamIdle, RetryAfter: nodeproxy.DefaultRetryAfter,
+		WakeTimeout: nodeproxy.DefaultWakeTimeout, ReportInterval: activity.DefaultReportInterval,
 		ShutdownTimeout: nodeproxy.DefaultDrainTimeout, SyncTimeout: 2 * time.Minute,
 		LogLevel: "info",
 	}
@@ -117,6 +121,8 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("keepalive-timeout", "KEEPALIVE_TIMEOUT", "keep-alive time between requests", settings.Duration(&c.IdleTimeout)),
 		settings.Var("upstream-idle-timeout", "UPSTREAM_IDLE_TIMEOUT", "longest an upstream may stay silent during an HTTP response", settings.Duration(&c.UpstreamIdleTimeout)),
 		settings.Var("retry-after", "RETRY_AFTER", "Retry-After sent with 503", settings.Duration(&c.RetryAfter)),
+		settings.Var("wake-timeout", "WAKE_TIMEOUT", "how long a request to a suspended sandbox is held while it wakes", settings.Duration(&c.WakeTimeout)),
+		settings.Var("report-interval", "REPORT_INTERVAL", "how often activity is reported to the auth API (keep equal to the auth API's)", settings.Duration(&c.ReportInterval)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", settings.Duration(&c.ShutdownTimeout)),
 		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", settings.Duration(&c.SyncTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
@@ -187,7 +193,8 @@ func (c config) validate() error {
 	for name, d := range map[string]time.Duration{"JWKS_REFRESH": c.JWKSRefresh, "COOKIE_MAX_AGE": c.CookieMaxAge,
 		"HANDSHAKE_TIMEOUT": c.HandshakeTimeout, "HEADER_TIMEOUT": c.HeaderTimeout, "BODY_TIMEOUT": c.BodyTimeout,
 		"WRITE_TIMEOUT": c.WriteTimeout, "KEEPALIVE_TIMEOUT": c.IdleTimeout, "UPSTREAM_IDLE_TIMEOUT": c.UpstreamIdleTimeout,
-		"RETRY_AFTER": c.RetryAfter, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "SYNC_TIMEOUT": c.SyncTimeout} {
+		"RETRY_AFTER": c.RetryAfter, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "SYNC_TIMEOUT": c.SyncTimeout,
+		"WAKE_TIMEOUT": c.WakeTimeout, "REPORT_INTERVAL": c.ReportInterval} {
 		if d <= 0 {
 			bad("%s %v must be positive", name, d)
 		}

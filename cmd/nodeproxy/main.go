@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -112,6 +114,14 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if c.SATokenFile != "" {
 		saToken = nodeproxy.FileToken(c.SATokenFile, time.Minute)
 	}
+	tracker := activity.New(activity.Options{Quiet: min(activity.DefaultQuiet, c.ReportInterval)})
+	reporter, err := activity.NewReporter(activity.ReporterOptions{
+		Tracker: tracker, Node: c.NodeName, URL: strings.TrimSuffix(c.AuthAPIURL, "/") + "/internal/v1/activity",
+		TokenFile: c.SATokenFile, Interval: c.ReportInterval, Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
 	proxy, err := nodeproxy.New(nodeproxy.Options{
 		NodeName: c.NodeName, Directory: idx, Verifier: verifier, Handshaker: hs, Peers: idx,
 		ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
@@ -124,6 +134,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
 		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
 		DrainTimeout: c.ShutdownTimeout, Logger: log, Registerer: reg, Gatherer: reg,
+		Waiter: idx, WakeTimeout: c.WakeTimeout, Activity: tracker, Namespace: c.Namespace,
 	})
 	if err != nil {
 		return err
@@ -143,6 +154,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return idx.Run(ctx) })
 	g.Go(func() error { return fetcher.Start(ctx) })
+	g.Go(func() error { return reporter.Run(ctx) })
 	g.Go(func() error {
 		if err := ops.Serve(opsLn); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve ops: %w", err)

@@ -78,12 +78,18 @@ Tour:
          -d '{"user":"alice"}' %susers
        curl -s -b /tmp/sandgate.cookies %su/alice/
   4. See the claim:  %s get sandboxclaims
-  Not yet: idle suspend (a short IDLE_TIMEOUT) and wake-on-connect are still
-  being built into the binaries, so sandboxes stay running. Suspend one by
-  hand and the proxy answers 503 until you set it Running again:
+  5. Idle suspend: leave your agent alone for IDLE_TIMEOUT (%s here; node
+     proxies report activity every %s) and the leading auth API replica
+     patches its Sandbox Suspended; watch it with
+       %s get sandboxes -w
+     An open but silent tab does not keep it awake.
+  6. Wake-on-connect: open /u/<user>/ again. The proxy asks the auth API to
+     wake the sandbox and holds the request until it is Ready (a browser
+     that waits past WAKE_TIMEOUT gets a "waking your agent" page that
+     retries by itself). Or suspend one by hand:
        %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
-       %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Running"}}'
-`, cfg.nodes, cfg.authReplicas, kubeconfig, k, first, authCM["CLAIM_PREFIX"], first, first, p.entries[len(p.entries)-1].url, k, k, k)
+`, cfg.nodes, cfg.authReplicas, kubeconfig, k, first, authCM["CLAIM_PREFIX"], first, first, p.entries[len(p.entries)-1].url, k,
+		demoIdleTimeout, demoReportInterval, k, k)
 	fmt.Fprintln(w, "\nProcesses and their logs:")
 	for _, proc := range p.procs {
 		fmt.Fprintf(w, "  %-18s pid %-7d %s\n", proc.Name(), proc.Pid(), proc.LogPath())

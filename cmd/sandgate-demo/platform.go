@@ -44,10 +44,17 @@ type nodeRun struct {
 	authURL                    string
 }
 
+// The demo's idle-suspend timings: short enough to watch a sandbox suspend
+// and wake during a tour.
+const (
+	demoIdleTimeout    = "2m"
+	demoReportInterval = "5s"
+)
+
 // authapiEnv is a replica's environment: the ConfigMap as the Deployment's
 // envFrom gives it, then the local run's overrides (a kubeconfig instead
 // of the in-cluster ServiceAccount, loopback listeners, plain-HTTP cookies,
-// loopback trusted proxies).
+// loopback trusted proxies, a short IDLE_TIMEOUT).
 func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []string {
 	over := map[string]string{
 		"NAMESPACE":              namespace,
@@ -59,6 +66,8 @@ func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []st
 		"TRUSTED_PROXIES":        loopbackProxies,
 		"POD_NAME":               r.pod,
 		"POD_IP":                 "127.0.0.1",
+		"IDLE_TIMEOUT":           demoIdleTimeout,
+		"REPORT_INTERVAL":        demoReportInterval,
 	}
 	if cm["NAMESPACE"] != namespace {
 		over["INTERNAL_ALLOWED_SERVICE_ACCOUNTS"] = "system:serviceaccount:" + namespace + ":nodeproxy"
@@ -70,7 +79,7 @@ func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []st
 // DaemonSet's envFrom gives it, then the overrides the DaemonSet's pod
 // spec and the local run need (NODE_NAME, the node's log root, the
 // projected token file, the auth API address, loopback listeners,
-// plain-HTTP cookies, loopback trusted proxies).
+// plain-HTTP cookies, loopback trusted proxies, the demo's REPORT_INTERVAL).
 func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []string {
 	return environ(base, cm, map[string]string{
 		"NAMESPACE":              namespace,
@@ -85,6 +94,7 @@ func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []str
 		"COOKIE_SECURE":          "false",
 		"ALLOW_INSECURE_COOKIES": "1",
 		"TRUSTED_PROXIES":        loopbackProxies,
+		"REPORT_INTERVAL":        demoReportInterval,
 	})
 }
 

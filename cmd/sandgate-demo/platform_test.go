@@ -112,6 +112,7 @@ func TestPlatformEnv(t *testing.T) {
 		// Overrides.
 		"NAMESPACE": "sandgate", "KUBECONFIG": "/d/authapi.kubeconfig", "LISTEN_ADDR": "127.0.0.1:4000", "OPS_ADDR": "127.0.0.1:4001",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "127.0.0.0/8", "POD_NAME": "authapi-1",
+		"IDLE_TIMEOUT": "2m", "REPORT_INTERVAL": "5s",
 		// Base.
 		"PATH": "/usr/bin", "HOME": "/home/u",
 	} {
@@ -137,6 +138,7 @@ func TestPlatformEnv(t *testing.T) {
 		"KUBECONFIG": "/d/nodeproxy.kubeconfig", "SA_TOKEN_FILE": "/d/nodeproxy.token",
 		"AUTHAPI_URL": "http://127.0.0.1:6000", "JWKS_URL": "http://127.0.0.1:6000/.well-known/jwks.json",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "127.0.0.0/8",
+		"REPORT_INTERVAL": "5s",
 	} {
 		if n[k] != want {
 			t.Errorf("nodeproxy %s=%q, want %q", k, n[k], want)

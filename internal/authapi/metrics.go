@@ -35,6 +35,9 @@ type Metrics struct {
 	// TokenReviews counts internal-caller checks by outcome (allowed,
 	// denied, unauthenticated, error) and whether the cache answered.
 	TokenReviews *prometheus.CounterVec
+	// Wakes counts wake requests by outcome (patched, running, unbound,
+	// unknown).
+	Wakes *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg, which is
@@ -81,10 +84,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		TokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "token_reviews_total", Help: "Internal-caller checks by outcome and cache use.",
 		}, []string{"outcome", "cached"}),
+		Wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "wakes_total", Help: "Wake requests from node proxies by outcome.",
+		}, []string{"outcome"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Duration, m.Stage, m.Signups, m.Logins, m.Rejections, m.ClaimReady,
-			m.Renewals, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews)
+			m.Renewals, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews, m.Wakes)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -100,6 +101,12 @@ type Options struct {
 	// FlashTTL is how long the sealed cookie that shows a new bearer token
 	// on the landing page lives.
 	FlashTTL time.Duration
+	// Activity takes node proxies' activity reports on
+	// POST /internal/v1/activity (the sweeper); nil leaves the route out.
+	Activity Activity
+	// ForwardClient passes activity reports on to the leader; nil builds
+	// one.
+	ForwardClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -182,6 +189,11 @@ func (o Options) withDefaults() Options {
 	set(&o.FlashTTL, DefaultFlashTTL)
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ForwardClient == nil {
+		o.ForwardClient = &http.Client{Timeout: forwardTimeout, Transport: &http.Transport{
+			Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: forwardTimeout,
+		}}
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -86,6 +86,10 @@ func (s *Server) routes() {
 	in := http.NewServeMux()
 	in.Handle("GET /.well-known/jwks.json", s.route("jwks", s.handleJWKS))
 	in.Handle("POST /internal/v1/sessions/renew", s.route("renew", s.guard.wrap(s, http.HandlerFunc(s.handleRenew)).ServeHTTP))
+	in.Handle("POST /internal/v1/wake", s.route("wake", s.guard.wrap(s, http.HandlerFunc(s.handleWake)).ServeHTTP))
+	if s.opts.Activity != nil {
+		in.Handle("POST /internal/v1/activity", s.route("activity", s.guard.wrap(s, http.HandlerFunc(s.handleActivity)).ServeHTTP))
+	}
 	s.internal = in
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/activity"
 )
 
 // Upstream kinds, for the access log.
@@ -40,7 +42,14 @@ type exchange struct {
 	wsClose  int  // WebSocket close code sent to the client
 	err      error
 
-	slot     bool // holds one of the user's in-flight slots
+	slot bool // holds one of the user's in-flight slots
+	held bool // waited for its sandbox to wake
+
+	// act is the sandbox the Tracker counts this request against, when
+	// tracked; upgraded once it became a WebSocket.
+	act      activity.Key
+	tracked  bool
+	upgraded bool
 	finished atomic.Bool
 }
 
@@ -53,6 +62,13 @@ func (p *Proxy) finish(x *exchange) {
 	if x.slot {
 		p.inflight.release(x.route.user)
 		p.m.inFlight.Dec()
+	}
+	if x.tracked {
+		if x.upgraded {
+			p.opts.Activity.EndWebSocket(x.act)
+		} else {
+			p.opts.Activity.End(x.act)
+		}
 	}
 	route := x.route.kind.String()
 	switch {
@@ -90,6 +106,9 @@ func (p *Proxy) finish(x *exchange) {
 	}
 	if x.node != "" {
 		attrs = append(attrs, slog.String("node", x.node))
+	}
+	if x.held {
+		attrs = append(attrs, slog.Bool("held_for_wake", true))
 	}
 	if x.retried {
 		attrs = append(attrs, slog.Bool("retried_401", true))

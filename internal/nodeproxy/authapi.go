@@ -10,7 +10,7 @@ import (
 // from trusted proxies. The response passes through, Set-Cookie included.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 	x.upstream = upstreamAuthAPI
-	b, err := p.readBody(ctx)
+	b, err := p.readBody(ctx, x)
 	if err != nil {
 		p.fail(ctx, x, err)
 		return

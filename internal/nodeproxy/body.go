@@ -71,6 +71,8 @@ type bodyReader struct {
 	read int64
 	size int64 // Content-Length, or -1
 	err  error // first failure: ErrBodyTooLarge or ErrClientClosed
+	// onData, when set, is told of every chunk read (activity tracking).
+	onData func()
 }
 
 func (r *bodyReader) Read(p []byte) (int, error) {
@@ -82,6 +84,9 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	}
 	n, err := r.r.Read(p)
 	r.read += int64(n)
+	if n > 0 && r.onData != nil {
+		r.onData()
+	}
 	r.left -= int64(n)
 	switch {
 	case r.left < 0:
@@ -103,7 +108,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 // 401 from the app can be retried; a larger body streams after the
 // buffered prefix. A declared length over MaxBodyBytes is refused at once,
 // a chunked body once it grows past it.
-func (p *Proxy) readBody(ctx *fasthttp.RequestCtx) (*body, error) {
+func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, error) {
 	cl := ctx.Request.Header.ContentLength()
 	b := &body{size: cl}
 	switch {
@@ -119,6 +124,9 @@ func (p *Proxy) readBody(ctx *fasthttp.RequestCtx) (*body, error) {
 		src = bytes.NewReader(ctx.Request.Body())
 	}
 	br := &bodyReader{r: src, left: p.opts.MaxBodyBytes, size: int64(cl)}
+	if x.tracked {
+		br.onData = func() { p.traffic(x) }
+	}
 	b.buf = bodyBufs.Get().(*bodyBuf)
 	n, err := io.CopyN(b.buf, br, int64(p.opts.BufferBodyBytes)+1)
 	switch {

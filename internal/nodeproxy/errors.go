@@ -22,8 +22,11 @@ var (
 	ErrUnauthenticated = errors.New("unauthenticated")
 	// ErrTooManyInFlight means the user's MAX_IN_FLIGHT_PER_USER is reached.
 	ErrTooManyInFlight = errors.New("too many requests in flight for this user")
-	// ErrSuspended means the sandbox is suspended (wake-on-connect comes later).
+	// ErrSuspended means the sandbox is suspended and wake-on-connect is off.
 	ErrSuspended = errors.New("sandbox suspended")
+	// ErrWakeTimeout means a held request's sandbox did not become Ready
+	// within WAKE_TIMEOUT.
+	ErrWakeTimeout = errors.New("sandbox still waking")
 	// ErrNotReady means the sandbox is not Ready, or the caches lag behind it.
 	ErrNotReady = errors.New("sandbox not ready")
 	// ErrHopLoop means a request that already hopped would have to hop again.
@@ -76,6 +79,10 @@ func outcome(err error) result {
 		return r(StatusClientClosed, "client closed request")
 	case errors.Is(err, ErrTooManyInFlight):
 		res := r(fasthttp.StatusServiceUnavailable, "too many requests in flight")
+		res.retryAfter = true
+		return res
+	case errors.Is(err, ErrWakeTimeout):
+		res := r(fasthttp.StatusServiceUnavailable, "sandbox still waking, retry shortly")
 		res.retryAfter = true
 		return res
 	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop),

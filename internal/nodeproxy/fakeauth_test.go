@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/jwt"
 )
 
@@ -20,8 +21,12 @@ type fakeAuthAPI struct {
 	renewals atomic.Int32
 	refuse   atomic.Bool // answer renewals 401, as for an ended session
 
-	mu   sync.Mutex
-	seen []seenAuthRequest
+	wakes atomic.Int32
+
+	mu      sync.Mutex
+	seen    []seenAuthRequest
+	onWake  func(user string) // runs for every accepted wake call
+	reports []activity.Report
 }
 
 // seenAuthRequest is what the auth API saw of one forwarded request.
@@ -40,6 +45,8 @@ func startFakeAuthAPI(t *testing.T, h *harness) *fakeAuthAPI {
 	a.addr = ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /internal/v1/sessions/renew", a.renew)
+	mux.HandleFunc("POST /internal/v1/wake", a.wake)
+	mux.HandleFunc("POST /internal/v1/activity", a.activity)
 	mux.HandleFunc("/", a.echo)
 	srv := &http.Server{Handler: mux}
 	done := make(chan struct{})
@@ -92,4 +99,56 @@ func (a *fakeAuthAPI) renew(w http.ResponseWriter, r *http.Request) {
 	ck := &http.Cookie{Name: DefaultCookieName, Value: tok, Path: "/", MaxAge: 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"token": tok, "user": c.User, "max_age": 3600, "set_cookie": ck.String()})
+}
+
+// wake counts wake calls and runs onWake, as the auth API patches the
+// Sandbox Running.
+func (a *fakeAuthAPI) wake(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+testSAToken {
+		http.Error(w, "caller not allowed", http.StatusUnauthorized)
+		return
+	}
+	var req struct{ User string }
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.User == "" {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	a.wakes.Add(1)
+	a.mu.Lock()
+	f := a.onWake
+	a.mu.Unlock()
+	if f != nil {
+		f(req.User)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"user": req.User, "patched": true})
+}
+
+// activity keeps the reports node proxies send.
+func (a *fakeAuthAPI) activity(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+testSAToken {
+		http.Error(w, "caller not allowed", http.StatusUnauthorized)
+		return
+	}
+	rep, err := activity.DecodeReport(r.Body)
+	if err != nil {
+		http.Error(w, "bad report", http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	a.reports = append(a.reports, rep)
+	a.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *fakeAuthAPI) setOnWake(f func(user string)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onWake = f
+}
+
+func (a *fakeAuthAPI) allReports() []activity.Report {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]activity.Report(nil), a.reports...)
 }

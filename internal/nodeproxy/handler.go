@@ -7,6 +7,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/activity"
 )
 
 // serve is the top-level handler. It runs the stages in order:
@@ -39,6 +41,15 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if err := p.acquire(x); err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
+	p.track(x, entry.Route.Sandbox)
+	if entry, err = p.awaitReady(ctx, x, entry); err != nil {
+		if errors.Is(err, ErrWakeTimeout) && navigation(ctx, x) {
+			p.wakingResponse(ctx, x, err)
+			return
+		}
 		p.fail(ctx, x, err)
 		return
 	}
@@ -85,6 +96,25 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 		x.route.kind = routeNoUser
 	}
 	return x
+}
+
+// track counts the request against its sandbox in the activity table
+// until finish; requests before adoption (no sandbox yet) are not counted.
+func (p *Proxy) track(x *exchange, sandbox string) {
+	if p.opts.Activity == nil || sandbox == "" {
+		return
+	}
+	x.act = activity.Key{Namespace: p.opts.Namespace, Name: sandbox}
+	x.tracked = true
+	p.opts.Activity.Begin(x.act)
+}
+
+// traffic records body bytes or a WebSocket data frame of a tracked
+// request.
+func (p *Proxy) traffic(x *exchange) {
+	if x.tracked {
+		p.opts.Activity.Traffic(x.act)
+	}
 }
 
 // acquire takes one of the user's in-flight slots.

@@ -19,7 +19,7 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		p.bridgeHop(ctx, x, id, t)
 		return
 	}
-	b, err := p.readBody(ctx)
+	b, err := p.readBody(ctx, x)
 	if err != nil {
 		p.fail(ctx, x, err)
 		return

@@ -18,14 +18,16 @@ const (
 // metrics holds the proxy's collectors. Label values come from small fixed
 // sets: route kinds, status classes, stages, results; never a user or path.
 type metrics struct {
-	requests   *prometheus.CounterVec   // route, code
-	stages     *prometheus.HistogramVec // stage
-	inFlight   prometheus.Gauge
-	websockets prometheus.Gauge
-	hops       *prometheus.CounterVec // direction: out, in
-	auth       *prometheus.CounterVec // method, result
-	renewals   *prometheus.CounterVec // result
-	retries    prometheus.Counter
+	requests    *prometheus.CounterVec   // route, code
+	stages      *prometheus.HistogramVec // stage
+	inFlight    prometheus.Gauge
+	websockets  prometheus.Gauge
+	hops        *prometheus.CounterVec // direction: out, in
+	auth        *prometheus.CounterVec // method, result
+	renewals    *prometheus.CounterVec // result
+	retries     prometheus.Counter
+	wakes       *prometheus.CounterVec // result: ready, timeout, error
+	wakeLatency prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -63,6 +65,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "upstream_401_retries_total",
 			Help: "Requests retried once after the app answered 401 and the handshake was refreshed.",
 		}),
+		wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wakes_total",
+			Help: "Requests held for a suspended or not-Ready sandbox, by result (ready, timeout, error).",
+		}, []string{"result"}),
+		wakeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wake_duration_seconds",
+			Help:    "How long a request was held while its sandbox woke.",
+			Buckets: []float64{.1, .25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120},
+		}),
+	}
+	for _, r := range []string{wakeReady, wakeTimeout, wakeFailed} {
+		m.wakes.WithLabelValues(r)
 	}
 	for _, s := range []string{stageAuth, stageResolve, stageHandshake, stageUpstream} {
 		m.stages.WithLabelValues(s)
@@ -70,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries} {
+	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries, m.wakes, m.wakeLatency} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register nodeproxy metrics: %w", err)
 		}

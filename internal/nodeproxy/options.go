@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -39,7 +40,15 @@ const (
 	DefaultDrainTimeout       = 25 * time.Second
 	DefaultRetryAfter         = 2 * time.Second
 	DefaultRenewPath          = "/internal/v1/sessions/renew"
+	DefaultWakePath           = "/internal/v1/wake"
+	DefaultWakeTimeout        = 60 * time.Second
 )
+
+// Waiter holds a request until its sandbox is Ready, woken by informer
+// events. *informer.Index implements it.
+type Waiter interface {
+	WaitReady(ctx context.Context, user string) (informer.Entry, error)
+}
 
 // Directory resolves a user to the account and route the informer caches
 // hold; it never calls the API server. *informer.Index implements it.
@@ -98,6 +107,18 @@ type Options struct {
 	// ServiceAccountToken returns this proxy's projected token for the
 	// auth API's internal endpoints; nil sends none.
 	ServiceAccountToken func() (string, error)
+
+	// Waiter enables wake-on-connect: a request for a Suspended or
+	// not-Ready sandbox asks the auth API (WakePath) to wake it and is held
+	// until Ready, up to WakeTimeout. Nil answers such requests 503 at once.
+	Waiter      Waiter
+	WakePath    string
+	WakeTimeout time.Duration
+	// Activity, when set, records every proxied request, body chunk and
+	// WebSocket data frame per sandbox for idle suspend.
+	Activity *activity.Tracker
+	// Namespace is the Sandboxes' namespace, the Activity keys' namespace.
+	Namespace string
 
 	// CookieName is the session cookie (COOKIE_NAME); empty means
 	// dsh_gw_session, or __Host-dsh_gw_session with CookieSecure.
@@ -190,6 +211,12 @@ func (o Options) Validate() error {
 	if u, err := url.Parse(o.AuthAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 		bad("auth API URL %q must be http(s)://host[:port]", o.AuthAPI)
 	}
+	if o.Activity != nil && o.Namespace == "" {
+		bad("namespace is required with activity tracking")
+	}
+	if o.WakePath != "" && !strings.HasPrefix(o.WakePath, "/") {
+		bad("wake path %q must start with /", o.WakePath)
+	}
 	if o.RenewPath != "" && !strings.HasPrefix(o.RenewPath, "/") {
 		bad("renew path %q must start with /", o.RenewPath)
 	}
@@ -215,7 +242,7 @@ func (o Options) Validate() error {
 		"cookie max age": o.CookieMaxAge, "header timeout": o.HeaderTimeout, "body timeout": o.BodyTimeout,
 		"write timeout": o.WriteTimeout, "idle timeout": o.IdleTimeout, "upstream idle timeout": o.UpstreamIdleTimeout,
 		"dial timeout": o.DialTimeout, "renew timeout": o.RenewTimeout, "drain timeout": o.DrainTimeout,
-		"retry after": o.RetryAfter,
+		"retry after": o.RetryAfter, "wake timeout": o.WakeTimeout,
 	} {
 		if d < 0 {
 			bad("%s %v is negative", name, d)
@@ -256,6 +283,8 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	setS(&o.RenewPath, DefaultRenewPath)
+	setS(&o.WakePath, DefaultWakePath)
+	setD(&o.WakeTimeout, DefaultWakeTimeout)
 	setD(&o.CookieMaxAge, DefaultCookieMaxAge)
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes

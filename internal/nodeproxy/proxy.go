@@ -17,7 +17,7 @@ import (
 // if the app answers 401 and the body can be sent again, then stream the
 // response back.
 func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
-	b, err := p.readBody(ctx)
+	b, err := p.readBody(ctx, x)
 	if err != nil {
 		p.fail(ctx, x, err)
 		return

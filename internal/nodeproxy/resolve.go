@@ -18,9 +18,9 @@ type target struct {
 
 // resolve is the resolve stage: the route comes from the informer caches
 // the auth stage already consulted, never from the API server. A
-// suspended or not-Ready sandbox answers 503 + Retry-After (wake-on-connect
-// will hold the request instead), and a request that already hopped never
-// hops again.
+// suspended or not-Ready sandbox answers 503 + Retry-After when
+// wake-on-connect is off (with it, awaitReady holds the request first), and
+// a request that already hopped never hops again.
 func (p *Proxy) resolve(x *exchange, e informer.Entry) (target, error) {
 	start := time.Now()
 	defer p.m.observe(stageResolve, start)

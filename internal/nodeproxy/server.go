@@ -27,6 +27,7 @@ type Proxy struct {
 	policy   headerPolicy
 	inflight *inFlight
 	renewer  *renewer
+	waker    *waker
 	client   *fasthttp.Client // pods, peers and the auth API
 	authBase string           // scheme://host[:port] of the auth API
 	hopValue string           // X-Sandgate-Hop value: this node's name
@@ -92,7 +93,7 @@ func New(o Options) (*Proxy, error) {
 		ReadBufferSize:   4 << 10,
 		WriteBufferSize:  4 << 10,
 	}
-	p.renewer = newRenewer(o, m, &http.Client{
+	authClient := &http.Client{
 		Timeout: o.RenewTimeout,
 		Transport: &http.Transport{
 			DialContext:         p.dialNet,
@@ -100,7 +101,9 @@ func New(o Options) (*Proxy, error) {
 			IdleConnTimeout:     30 * time.Second,
 			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		},
-	})
+	}
+	p.renewer = newRenewer(o, m, authClient)
+	p.waker = newWaker(o, authClient)
 	return p, nil
 }
 

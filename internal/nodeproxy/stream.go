@@ -25,6 +25,9 @@ type respBody struct {
 func (b *respBody) Read(buf []byte) (int, error) {
 	n, err := b.src.Read(buf)
 	b.n += int64(n)
+	if n > 0 {
+		b.p.traffic(b.x)
+	}
 	return n, err
 }
 

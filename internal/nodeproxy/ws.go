@@ -183,6 +183,10 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 		return
 	}
 	p.m.websockets.Inc()
+	if x.tracked {
+		x.upgraded = true
+		p.opts.Activity.Upgrade(x.act)
+	}
 	client.SetReadLimit(p.opts.WSMaxMessageBytes)
 	upstream.SetReadLimit(p.opts.WSMaxMessageBytes)
 	b.forwardControl(client, upstream)
@@ -236,6 +240,7 @@ func (b *bridge) pump(src, dst *websocket.Conn, fromClient bool) {
 			b.ended(dst, fromClient, err)
 			return
 		}
+		b.p.traffic(b.x) // a data frame: pings and pongs never reach here
 		dst.SetWriteDeadline(time.Now().Add(b.p.opts.WriteTimeout))
 		w, err := dst.NextWriter(typ)
 		if err != nil {

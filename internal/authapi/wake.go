@@ -1,0 +1,137 @@
+package authapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// maxWakeBody bounds a wake request.
+const maxWakeBody = 4 << 10
+
+// wakePatch is the merge patch that wakes a Sandbox.
+var wakePatch = []byte(`{"spec":{"operatingMode":"` + string(agents.OperatingModeRunning) + `"}}`)
+
+// wakeRequest is the body of POST /internal/v1/wake: a user, or a Sandbox
+// by namespace and name.
+type wakeRequest struct {
+	User      string `json:"user,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Sandbox   string `json:"sandbox,omitempty"`
+}
+
+// wakeResponse says which Sandbox the request woke and whether it had to
+// be patched (false: it was already Running, or not bound yet).
+type wakeResponse struct {
+	User    string `json:"user"`
+	Sandbox string `json:"sandbox,omitempty"`
+	Patched bool   `json:"patched"`
+}
+
+// handleWake sets a managed user's Sandbox to spec.operatingMode Running
+// with a merge patch. It is idempotent: a Running Sandbox is not written.
+// Unknown users, foreign claims and Sandboxes no managed claim owns are
+// 404. Only callers the TokenReview guard admits reach it.
+func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWakeBody))
+	if err != nil {
+		s.fail(w, r, bodyError(err))
+		return
+	}
+	var req wakeRequest
+	if err := json.Unmarshal(body, &req); err != nil || (req.User == "") == (req.Sandbox == "") {
+		s.fail(w, r, badRequest(`send {"user": "<user>"} or {"namespace": "<namespace>", "sandbox": "<name>"}`))
+		return
+	}
+	c, err := s.wakeTarget(req)
+	if err != nil {
+		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	a, _ := account.FromClaim(c) // wakeTarget checked it
+	out := wakeResponse{User: a.User, Sandbox: sandboxOf(c)}
+	if out.Sandbox == "" {
+		s.opts.Metrics.Wakes.WithLabelValues("unbound").Inc()
+		writeJSON(w, http.StatusAccepted, out) // the controller is still binding one; it starts Running
+		return
+	}
+	sb, err := s.claims.sandboxes.Get(r.Context(), out.Sandbox, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
+		s.fail(w, r, fmt.Errorf("%w: sandbox %s", ErrNoAccount, out.Sandbox))
+		return
+	case err != nil:
+		s.fail(w, r, fmt.Errorf("get sandbox: %w: %w", ErrUnavailable, err))
+		return
+	case !ownedBy(sb, c):
+		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
+		s.fail(w, r, fmt.Errorf("%w: sandbox %s is not the claim's", ErrNoAccount, out.Sandbox))
+		return
+	}
+	if sb.Spec.OperatingMode == agents.OperatingModeSuspended {
+		_, err := s.claims.sandboxes.Patch(r.Context(), sb.Name, types.MergePatchType, wakePatch, metav1.PatchOptions{})
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err))
+			return
+		}
+		out.Patched = true
+		s.log.Info("sandbox woken", "user", a.User, "sandbox", sb.Name, "caller", Caller(r))
+	}
+	s.opts.Metrics.Wakes.WithLabelValues(map[bool]string{true: "patched", false: "running"}[out.Patched]).Inc()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// wakeTarget finds the managed, live claim a wake request names, or
+// ErrNoAccount (or a bad request for an invalid user name).
+func (s *Server) wakeTarget(req wakeRequest) (*extensions.SandboxClaim, error) {
+	if req.User != "" {
+		if err := account.ValidateUser(req.User); err != nil {
+			return nil, invalidUser(err)
+		}
+		_, c, ok := s.claims.accountOf(req.User)
+		if !ok || !account.Managed(c) || c.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("%w: user %s", ErrNoAccount, req.User)
+		}
+		return c, nil
+	}
+	if req.Namespace != s.opts.Namespace {
+		return nil, fmt.Errorf("%w: namespace %s", ErrNoAccount, req.Namespace)
+	}
+	for _, obj := range s.claims.informer.GetStore().List() {
+		c := obj.(*extensions.SandboxClaim)
+		if sandboxOf(c) != req.Sandbox {
+			continue
+		}
+		if _, err := account.FromClaim(c); err != nil || !account.Managed(c) || c.DeletionTimestamp != nil {
+			break
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: sandbox %s", ErrNoAccount, req.Sandbox)
+}
+
+// sandboxOf names the Sandbox a claim is bound to, or "".
+func sandboxOf(c *extensions.SandboxClaim) string {
+	if n := c.Status.Sandbox.Name; n != "" {
+		return n
+	}
+	return c.Annotations[extensions.AnnotationSandboxName]
+}
+
+// ownedBy reports whether sb belongs to c: a claim-uid label, when present,
+// names c.
+func ownedBy(sb *agents.Sandbox, c *extensions.SandboxClaim) bool {
+	uid, ok := sb.Labels[agents.LabelClaimUID]
+	return !ok || types.UID(uid) == c.UID
+}

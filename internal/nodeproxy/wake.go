@@ -1,0 +1,182 @@
+package nodeproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/sandgate/sandgate/internal/informer"
+)
+
+// Wake results, the values of the wakes metric's label.
+const (
+	wakeReady   = "ready"   // the held request went on to its sandbox
+	wakeTimeout = "timeout" // WAKE_TIMEOUT passed first
+	wakeFailed  = "error"   // the account went away or the proxy shut down
+)
+
+// wakePageRefresh is how often the waking page reloads itself, seconds.
+const wakePageRefresh = 3
+
+// waker asks the auth API to wake sandboxes: one call per sandbox while a
+// wake is under way (WakeTimeout), however many requests wait for it.
+type waker struct {
+	url     string
+	client  *http.Client
+	saToken func() (string, error)
+	timeout time.Duration
+	now     func() time.Time
+	group   singleflight.Group
+
+	mu     sync.Mutex
+	called map[string]time.Time // wake key -> when its call succeeded
+}
+
+func newWaker(o Options, client *http.Client) *waker {
+	return &waker{
+		url: strings.TrimSuffix(o.AuthAPI, "/") + o.WakePath, client: client, saToken: o.ServiceAccountToken,
+		timeout: o.WakeTimeout, now: o.Now, called: map[string]time.Time{},
+	}
+}
+
+// wake asks the auth API once to wake user's sandbox, unless a call for
+// the same sandbox succeeded within the wake timeout.
+func (w *waker) wake(ctx context.Context, user, sandbox string) error {
+	key := "u/" + user
+	if sandbox != "" {
+		key = "s/" + sandbox
+	}
+	now := w.now()
+	w.mu.Lock()
+	if t, ok := w.called[key]; ok && now.Sub(t) < w.timeout {
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	_, err, _ := w.group.Do(key, func() (any, error) {
+		w.mu.Lock()
+		if t, ok := w.called[key]; ok && w.now().Sub(t) < w.timeout {
+			w.mu.Unlock()
+			return nil, nil
+		}
+		w.mu.Unlock()
+		if err := w.post(context.WithoutCancel(ctx), user); err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for k, t := range w.called {
+			if w.now().Sub(t) >= w.timeout {
+				delete(w.called, k)
+			}
+		}
+		w.called[key] = w.now()
+		return nil, nil
+	})
+	return err
+}
+
+func (w *waker) post(ctx context.Context, user string) error {
+	body, _ := json.Marshal(map[string]string{"user": user}) // a map of strings always encodes
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("build wake request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if w.saToken != nil {
+		tok, err := w.saToken()
+		if err != nil {
+			return fmt.Errorf("service account token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: wake call failed", ErrUpstream)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 16<<10))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%w: wake answered %d", ErrUpstream, resp.StatusCode)
+	}
+	return nil
+}
+
+// awaitReady is wake-on-connect: a request for a Suspended or not-Ready
+// sandbox asks the auth API to wake it and is held until the informer
+// reports the Sandbox Ready, up to WakeTimeout. It returns e unchanged when
+// the sandbox is routable or wake-on-connect is off.
+func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Entry) (informer.Entry, error) {
+	if p.opts.Waiter == nil || (e.Route.State != informer.StateSuspended && e.Route.State != informer.StatePending) {
+		return e, nil
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, p.opts.WakeTimeout)
+	defer cancel()
+	if err := p.waker.wake(wctx, x.route.user, e.Route.Sandbox); err != nil {
+		// The informer may still see it wake (another node asked): wait anyway.
+		p.log.Warn("wake call failed", "user", x.route.user, "error", err)
+	}
+	ready, err := p.opts.Waiter.WaitReady(wctx, x.route.user)
+	p.m.wakeLatency.Observe(time.Since(start).Seconds())
+	x.held = true
+	switch {
+	case err == nil:
+		p.m.wakes.WithLabelValues(wakeReady).Inc()
+		return ready, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		p.m.wakes.WithLabelValues(wakeTimeout).Inc()
+		return ready, fmt.Errorf("%w after %v", ErrWakeTimeout, p.opts.WakeTimeout)
+	case ctx.Err() != nil:
+		p.m.wakes.WithLabelValues(wakeFailed).Inc()
+		return ready, fmt.Errorf("%w: while waking", ErrShuttingDown)
+	}
+	p.m.wakes.WithLabelValues(wakeFailed).Inc()
+	return ready, err
+}
+
+// navigation reports whether a request is a browser loading a page, which
+// gets the waking page instead of a bare 503.
+func navigation(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	return !x.ws && ctx.IsGet() && bytes.Contains(ctx.Request.Header.Peek("Accept"), []byte("text/html"))
+}
+
+var wakingPage = template.Must(template.New("waking").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="{{.Refresh}}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Waking your agent</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}</style>
+</head><body>
+<h1>Waking your agent…</h1>
+<p>Your sandbox was asleep and is starting up. This page reloads every {{.Refresh}} seconds and opens your agent once it is ready.</p>
+</body></html>
+`))
+
+// wakingResponse answers a navigation that outwaited WakeTimeout: 503 with
+// Retry-After and a small page that reloads itself.
+func (p *Proxy) wakingResponse(ctx *fasthttp.RequestCtx, x *exchange, err error) {
+	x.err = err
+	var buf bytes.Buffer
+	_ = wakingPage.Execute(&buf, struct{ Refresh int }{wakePageRefresh}) // a constant template and data
+	ctx.Response.Header.Set("Content-Type", "text/html; charset=utf-8")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	ctx.Response.Header.Set("Retry-After", fmt.Sprint(wakePageRefresh))
+	ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	ctx.SetBody(buf.Bytes())
+	x.status = fasthttp.StatusServiceUnavailable
+	p.finish(x)
+}

@@ -1,0 +1,232 @@
+package nodeproxy
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/informer"
+)
+
+// WaitReady lets the harness's node view stand in for the informer index.
+// It polls (the real index waits for informer events).
+func (n *nodeDir) WaitReady(ctx context.Context, user string) (informer.Entry, error) {
+	for {
+		e, err := n.Lookup(user)
+		if err != nil || e.Route.State == informer.StateReady {
+			return e, err
+		}
+		select {
+		case <-ctx.Done():
+			return e, context.Cause(ctx)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// wakeOpts turns wake-on-connect on with timeout.
+func wakeOpts(timeout time.Duration, tracker *activity.Tracker) harnessOpts {
+	return harnessOpts{modify: func(o *Options) {
+		o.Waiter = o.Directory.(*nodeDir)
+		o.WakeTimeout = timeout
+		o.Activity = tracker
+		o.Namespace = testNS
+	}}
+}
+
+// suspend marks user's sandbox Suspended and returns its Ready entry.
+func (h *harness) suspend(user string) informer.Entry {
+	h.t.Helper()
+	ready, err := h.dir.Lookup(user)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.dir.edit(user, func(e *informer.Entry) {
+		e.Route = informer.Route{State: informer.StateSuspended, Sandbox: ready.Route.Sandbox}
+	})
+	return ready
+}
+
+func TestWakeOnConnectOneCallThenServed(t *testing.T) {
+	h := newHarness(t, wakeOpts(10*time.Second, nil))
+	h.addUser("alice", "node-a")
+	ready := h.suspend("alice")
+	h.auth.setOnWake(func(user string) {
+		// The controller takes a moment to bring the pod back.
+		time.AfterFunc(300*time.Millisecond, func() { h.dir.set(user, ready) })
+	})
+	hdr := map[string]string{"Authorization": "Bearer tok-alice"}
+
+	const n = 20
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	bodies := make([]string, n)
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, h.url("node-a", "/u/alice/api/echo"), nil)
+			req.Host = testHost
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			resp, err := h.client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codes[i] = resp.StatusCode
+			bodies[i] = readAll(t, resp)
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 200 {
+			t.Errorf("request %d: %d %s", i, c, bodies[i])
+		}
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("served after %v: not held until Ready", d)
+	}
+	if got := h.auth.wakes.Load(); got != 1 {
+		t.Errorf("%d wake calls for %d concurrent requests, want 1", got, n)
+	}
+	reg := h.nodes["node-a"].reg
+	if got := testutil.ToFloat64(h.nodes["node-a"].proxy.m.wakes.WithLabelValues(wakeReady)); got != n {
+		t.Errorf("wakes{result=ready} %v, want %d", got, n)
+	}
+	if c, err := testutil.GatherAndCount(reg, "sandgate_nodeproxy_wake_duration_seconds"); err != nil || c != 1 {
+		t.Errorf("wake latency histogram: %d series, %v", c, err)
+	}
+}
+
+func TestWakeTimeout(t *testing.T) {
+	h := newHarness(t, wakeOpts(300*time.Millisecond, nil))
+	h.addUser("alice", "node-a")
+	h.suspend("alice") // and never Ready again
+	sess := cookie(h.session("alice"))
+
+	// An API client: 503 + Retry-After after WAKE_TIMEOUT.
+	start := time.Now()
+	resp := h.get("node-a", "/u/alice/api/echo", map[string]string{"Cookie": sess, "Accept": "application/json"})
+	body := readAll(t, resp)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || strings.Contains(body, "<html") {
+		t.Errorf("API client: %d Retry-After %q %q", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("answered after %v, before WAKE_TIMEOUT", d)
+	}
+	// A browser navigation: the self-retrying waking page.
+	h.clock.Advance(300 * time.Millisecond) // past the first call's WAKE_TIMEOUT
+	resp = h.get("node-a", "/u/alice/", map[string]string{"Cookie": sess, "Accept": "text/html,application/xhtml+xml"})
+	body = readAll(t, resp)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, "Waking your agent") {
+		t.Errorf("navigation: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if strings.Contains(body, "src=") || strings.Contains(body, "href=") {
+		t.Errorf("waking page loads external assets: %s", body)
+	}
+	// A POST is never a navigation.
+	h.clock.Advance(300 * time.Millisecond)
+	resp = h.do(http.MethodPost, "node-a", "/u/alice/api/echo", strings.NewReader("x"), map[string]string{"Cookie": sess, "Accept": "text/html"})
+	if body := readAll(t, resp); resp.StatusCode != 503 || strings.Contains(body, "<html") {
+		t.Errorf("POST: %d %q", resp.StatusCode, body)
+	}
+	// Each request came after the previous call's WAKE_TIMEOUT ran out, so
+	// each asked again: one call per sandbox per WAKE_TIMEOUT.
+	if got := h.auth.wakes.Load(); got != 3 {
+		t.Errorf("%d wake calls, want 3", got)
+	}
+	if got := testutil.ToFloat64(h.nodes["node-a"].proxy.m.wakes.WithLabelValues(wakeTimeout)); got != 3 {
+		t.Errorf("wakes{result=timeout} %v, want 3", got)
+	}
+}
+
+func TestActivityReported(t *testing.T) {
+	tracker := activity.New(activity.Options{})
+	h := newHarness(t, wakeOpts(5*time.Second, tracker))
+	h.addUser("alice", "node-a")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(testSAToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := activity.NewReporter(activity.ReporterOptions{
+		Tracker: tracker, Node: "node-a", URL: "http://" + h.auth.addr + "/internal/v1/activity",
+		TokenFile: tokenFile, Interval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rep.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	before := time.Now().UnixMilli()
+	echo(t, h.get("node-a", "/u/alice/api/echo", map[string]string{"Authorization": "Bearer tok-alice"}))
+	eventually(t, "a report with alice's sandbox", func() bool {
+		for _, r := range h.auth.allReports() {
+			for _, e := range r.Entries {
+				if e.Key() == (activity.Key{Namespace: testNS, Name: "sb-alice"}) && e.LastActivity >= before && e.InFlight == 0 {
+					return r.Node == "node-a"
+				}
+			}
+		}
+		return false
+	})
+	// Requests are counted while in flight: Begin and End pair up.
+	snap := tracker.Snapshot()
+	if len(snap) != 1 || snap[0].InFlight != 0 || snap[0].OpenWebSockets != 0 {
+		t.Errorf("table after the request: %+v", snap)
+	}
+}
+
+// TestWebSocketActivity: an open WebSocket is counted as open, not in
+// flight; data frames are traffic, pings are not; closing ends it.
+func TestWebSocketActivity(t *testing.T) {
+	tracker := activity.New(activity.Options{})
+	h := newHarness(t, wakeOpts(5*time.Second, tracker))
+	h.addUser("alice", "node-a")
+	c, resp, err := h.dialWS("node-a", "/u/alice/api/ws", http.Header{"Cookie": {cookie(h.session("alice"))}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	entry := func() activity.Entry {
+		s := tracker.Snapshot()
+		if len(s) != 1 {
+			t.Fatalf("table %+v", s)
+		}
+		return s[0]
+	}
+	eventually(t, "the WebSocket counted open", func() bool { e := entry(); return e.OpenWebSockets == 1 && e.InFlight == 0 })
+	time.Sleep(120 * time.Millisecond) // past the tracker's write resolution
+	quiet := entry().LastActivity
+	if err := c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(120 * time.Millisecond)
+	if got := entry().LastActivity; got != quiet {
+		t.Errorf("a ping counted as activity: %d -> %d", quiet, got)
+	}
+	if err := c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	if got := entry().LastActivity; got <= quiet {
+		t.Errorf("a data frame did not count: %d -> %d", quiet, got)
+	}
+	c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	c.Close()
+	eventually(t, "the WebSocket counted closed", func() bool { e := entry(); return e.OpenWebSockets == 0 && e.InFlight == 0 })
+}
