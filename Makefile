@@ -85,8 +85,16 @@ lint: ## gofmt and go vet
 	@echo ">> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out"; exit 1; }
 	@echo ">> go vet"; $(GO) vet ./...
 
+.PHONY: chromium
+chromium: ## install Debian's chromium for the browser tests when it is missing (needs root)
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  echo ">> installing chromium from Debian for the browser tests"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "chromium is missing: run 'sudo apt-get install -y chromium' or make as root"; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	fi
+
 .PHONY: test
-test: controlplane lint check-generated ## run every test (unit, integration on a real API server, fuzz smoke)
+test: controlplane chromium lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
 	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
