@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/handshake"
@@ -30,6 +31,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // platform is the whole data path on a real API server: the simulated
@@ -48,7 +50,31 @@ type platform struct {
 	nodes    []*platformNode
 	requests atomic.Int64 // API requests made by the node proxies
 	logs     *syncBuffer
+
+	// With platformOptions.Idle: every auth API replica's URL (authURL is
+	// the first), their sweepers, and the PATCH requests on Sandboxes the
+	// auth API replicas made (wake patches; the sweepers' are not counted).
+	authURLs    []string
+	sweepers    []*sweeper.Sweeper
+	wakePatches atomic.Int64
 }
+
+// platformOptions shape a platform; the zero value is TestE2EPlatform's.
+type platformOptions struct {
+	// Idle runs two auth API replicas, each with a leader-elected sweeper
+	// (short idle timeout, report interval and lease), and gives each node
+	// proxy an activity tracker and reporter (node i reports to replica i)
+	// and wake-on-connect on its informer index.
+	Idle bool
+}
+
+// Idle timings of the Idle platform.
+const (
+	e2eIdleTimeout    = 3 * time.Second
+	e2eReportInterval = time.Second
+	e2eLease          = 3 * time.Second
+	e2eWakeTimeout    = 10 * time.Second
+)
 
 // platformNode is one node's proxy and what it is built from.
 type platformNode struct {
@@ -58,6 +84,8 @@ type platformNode struct {
 	hs   *handshake.Handshaker
 	px   *Proxy
 	reg  *prometheus.Registry
+	// tracker is the node's activity table (Idle platform only).
+	tracker *activity.Tracker
 }
 
 // countingTransport counts requests sent to the API server.
@@ -71,7 +99,25 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
+// patchCounter counts PATCH requests on Sandboxes.
+type patchCounter struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c patchCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/sandboxes/") {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(r)
+}
+
 func startPlatform(t *testing.T) *platform {
+	t.Helper()
+	return startPlatformWith(t, platformOptions{})
+}
+
+func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	t.Helper()
 	cp := controlPlane(t)
 	ctx := context.Background()
@@ -79,29 +125,16 @@ func startPlatform(t *testing.T) *platform {
 	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	// The auth API, as the admin (its own RBAC is tested in its package).
-	auth, err := authapi.New(authapi.Options{
-		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
-		WakeTimeout: 20 * time.Second, TokenReviewCacheTTL: time.Second,
-		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
-		TrustedProxies:         mustPrefixes("127.0.0.0/8"),
-		Logger:                 logger.With("process", "authapi"),
-	})
-	if err != nil {
-		t.Fatal(err)
+	// The auth API, as the admin (its own RBAC is tested in its package):
+	// one replica, or two with sweepers.
+	replicas := 1
+	if o.Idle {
+		replicas = 2
 	}
-	authCtx, stopAuth := context.WithCancel(ctx)
-	authDone := make(chan error, 1)
-	go func() { authDone <- auth.Run(authCtx) }()
-	authLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for r := range replicas {
+		p.startAuth(r, o, logger)
 	}
-	authSrv := &http.Server{Handler: auth.Handler()}
-	go authSrv.Serve(authLn)
-	t.Cleanup(func() { authSrv.Close(); stopAuth(); <-authDone })
-	p.authURL = "http://" + authLn.Addr().String()
-	waitFor(t, 30*time.Second, "auth API ready", auth.Ready)
+	p.authURL = p.authURLs[0]
 
 	// The node proxies' identity: read-only RBAC, a counted API client,
 	// and a token for the auth API's internal audience.
@@ -113,6 +146,10 @@ func startPlatform(t *testing.T) *platform {
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &p.requests} }
 	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
 	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -175,13 +212,30 @@ func startPlatform(t *testing.T) *platform {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if n.px, err = New(Options{
+		opts := Options{
 			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: n.hs, Peers: n.idx,
 			ReadyChecks: []ReadyCheck{{"informers", n.idx.HasSynced}, {"jwks", fetcher.Ready}},
 			AuthAPI:     p.authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
 			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
 			DrainTimeout: 2 * time.Second,
-		}); err != nil {
+		}
+		if o.Idle {
+			authURL := p.authURLs[(i-1)%len(p.authURLs)]
+			n.tracker = activity.New(activity.Options{Quiet: e2eReportInterval})
+			rep, err := activity.NewReporter(activity.ReporterOptions{
+				Tracker: n.tracker, Node: n.name, URL: authURL + "/internal/v1/activity",
+				TokenFile: tokenFile, Interval: e2eReportInterval,
+				Logger: logger.With("process", n.name), Registerer: n.reg,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(func() error { return rep.Run(runCtx) })
+			opts.AuthAPI = authURL
+			opts.Waiter, opts.WakeTimeout = n.idx, e2eWakeTimeout
+			opts.Activity, opts.Namespace = n.tracker, p.ns
+		}
+		if n.px, err = New(opts); err != nil {
 			t.Fatal(err)
 		}
 		run(func() error { return n.idx.Run(runCtx) })
@@ -192,6 +246,71 @@ func startPlatform(t *testing.T) *platform {
 		waitFor(t, 30*time.Second, n.name+" ready", func() bool { return len(n.px.notReady()) == 0 })
 	}
 	return p
+}
+
+// startAuth starts auth API replica r on its own listener. With o.Idle it
+// gets a sweeper (identity: its pod name and that listener) as Activity and
+// a Sandbox client whose PATCH requests are counted in p.wakePatches.
+func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
+	t := p.t
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("authapi-%d", r)
+	opts := authapi.Options{
+		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
+		WakeTimeout: 20 * time.Second, TokenReviewCacheTTL: time.Second,
+		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
+		TrustedProxies:         mustPrefixes("127.0.0.0/8"),
+		Logger:                 logger.With("process", "authapi"),
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var sw *sweeper.Sweeper
+	if o.Idle {
+		opts.Logger = logger.With("process", name)
+		cfg := p.cp.AdminConfig()
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return patchCounter{rt, &p.wakePatches} }
+		if opts.Sandboxes, err = sandboxapi.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		sw, err = sweeper.New(sweeper.Options{
+			Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
+			Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity(name, ln.Addr().String()),
+			LeaseDuration: e2eLease, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			IdleTimeout: e2eIdleTimeout, ReportInterval: e2eReportInterval,
+			Logger: opts.Logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Activity = sw
+		p.sweepers = append(p.sweepers, sw)
+	}
+	auth, err := authapi.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authDone := make(chan error, 1)
+	go func() { authDone <- auth.Run(ctx) }()
+	swDone := make(chan error, 1)
+	if sw != nil {
+		go func() { swDone <- sw.Run(ctx) }()
+	} else {
+		swDone <- nil
+	}
+	srv := &http.Server{Handler: auth.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		stop()
+		<-authDone
+		if err := <-swDone; err != nil {
+			t.Errorf("%s sweeper: %v", name, err)
+		}
+	})
+	p.authURLs = append(p.authURLs, "http://"+ln.Addr().String())
+	waitFor(t, 30*time.Second, name+" ready", auth.Ready)
 }
 
 func mustPrefixes(s ...string) []netip.Prefix {

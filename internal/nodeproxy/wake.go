@@ -50,13 +50,17 @@ func newWaker(o Options, client *http.Client) *waker {
 	}
 }
 
-// wake asks the auth API once to wake user's sandbox, unless a call for
-// the same sandbox succeeded within the wake timeout.
-func (w *waker) wake(ctx context.Context, user, sandbox string) error {
-	key := "u/" + user
+func wakeKey(user, sandbox string) string {
 	if sandbox != "" {
-		key = "s/" + sandbox
+		return "s/" + sandbox
 	}
+	return "u/" + user
+}
+
+// wake asks the auth API once to wake user's sandbox, unless a call for
+// the same sandbox succeeded within the wake timeout and has not finished.
+func (w *waker) wake(ctx context.Context, user, sandbox string) error {
+	key := wakeKey(user, sandbox)
 	now := w.now()
 	w.mu.Lock()
 	if t, ok := w.called[key]; ok && now.Sub(t) < w.timeout {
@@ -85,6 +89,14 @@ func (w *waker) wake(ctx context.Context, user, sandbox string) error {
 		return nil, nil
 	})
 	return err
+}
+
+// woke ends the wake of a sandbox the informer now sees Ready, so that its
+// next suspension is met by a new call.
+func (w *waker) woke(user, sandbox string) {
+	w.mu.Lock()
+	delete(w.called, wakeKey(user, sandbox))
+	w.mu.Unlock()
 }
 
 func (w *waker) post(ctx context.Context, user string) error {
@@ -133,6 +145,7 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	x.held = true
 	switch {
 	case err == nil:
+		p.waker.woke(x.route.user, e.Route.Sandbox)
 		p.m.wakes.WithLabelValues(wakeReady).Inc()
 		return ready, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:

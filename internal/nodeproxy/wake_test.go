@@ -108,6 +108,31 @@ func TestWakeOnConnectOneCallThenServed(t *testing.T) {
 	}
 }
 
+// TestSuspendedAgainIsWokenAgain: a sandbox suspended again right after a
+// wake gets a new wake call, not the memory of the last one.
+func TestSuspendedAgainIsWokenAgain(t *testing.T) {
+	h := newHarness(t, wakeOpts(10*time.Second, nil))
+	h.addUser("alice", "node-a")
+	ready := h.suspend("alice")
+	h.auth.setOnWake(func(user string) {
+		time.AfterFunc(50*time.Millisecond, func() { h.dir.set(user, ready) })
+	})
+	hdr := map[string]string{"Authorization": "Bearer tok-alice"}
+	for round := 1; round <= 2; round++ {
+		if round == 2 {
+			h.suspend("alice")
+		}
+		resp := h.get("node-a", "/u/alice/api/echo", hdr)
+		readAll(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("round %d: %d", round, resp.StatusCode)
+		}
+		if got := h.auth.wakes.Load(); got != int32(round) {
+			t.Fatalf("round %d: %d wake calls, want %d", round, got, round)
+		}
+	}
+}
+
 func TestWakeTimeout(t *testing.T) {
 	h := newHarness(t, wakeOpts(300*time.Millisecond, nil))
 	h.addUser("alice", "node-a")
