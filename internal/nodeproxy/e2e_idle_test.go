@@ -198,6 +198,9 @@ func TestE2EIdle(t *testing.T) {
 	})
 
 	t.Run("internal endpoints refuse anonymous callers and other ServiceAccounts", func(t *testing.T) {
+		// Idle since the last subtest, the sandbox is suspended; a refused
+		// wake must leave it so.
+		p.waitRoutedSuspended(t, "carol")
 		other, err := p.cp.ServiceAccountToken(context.Background(), p.ns, "intruder", 600, authapi.DefaultInternalAudience)
 		if err != nil {
 			t.Fatal(err)
