@@ -14,18 +14,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
-	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
-	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 )
 
@@ -108,7 +105,7 @@ func startPlatform(t *testing.T) *platform {
 	authURL := "http://" + authLn.Addr().String()
 	waitFor(t, 60*time.Second, "auth API ready", auth.Ready)
 
-	p.grantNodeProxy()
+	clustertest.GrantNodeProxy(t, p.kube, p.ns)
 	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
 	if err != nil {
 		t.Fatal(err)
@@ -225,38 +222,6 @@ func (p *platform) renewals() float64 {
 		}
 	}
 	return sum
-}
-
-// grantNodeProxy gives the nodeproxy ServiceAccount the manifests' rights:
-// read claims, Sandboxes and pods in the namespace, and nodes.
-func (p *platform) grantNodeProxy() {
-	t, ctx := p.t, context.Background()
-	read := []string{"get", "list", "watch"}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "nodeproxy", Namespace: p.ns}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{extensions.GroupVersion.Group}, Resources: []string{"sandboxclaims"}, Verbs: read},
-		{APIGroups: []string{agents.GroupVersion.Group}, Resources: []string{"sandboxes"}, Verbs: read},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
-	}}
-	if _, err := p.kube.RbacV1().Roles(p.ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodeproxy"}, Subjects: subject}
-	if _, err := p.kube.RbacV1().RoleBindings(p.ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + p.ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
-	}}
-	if _, err := p.kube.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + p.ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}, Subjects: subject}
-	if _, err := p.kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -9,14 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
-	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
 // countingTransport counts requests sent to the API server.
@@ -28,39 +26,6 @@ type countingTransport struct {
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.rt.RoundTrip(r)
-}
-
-// grantReader gives the ServiceAccount ns/sa the node proxy's read-only
-// access: claims, Sandboxes and pods in ns, nodes cluster-wide.
-func grantReader(t *testing.T, admin kubernetes.Interface, ns, sa string) {
-	t.Helper()
-	ctx := t.Context()
-	read := []string{"get", "list", "watch"}
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy", Namespace: ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{extensions.GroupVersion.Group}, Resources: []string{"sandboxclaims"}, Verbs: read},
-		{APIGroups: []string{agents.GroupVersion.Group}, Resources: []string{"sandboxes"}, Verbs: read},
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
-	}}
-	if _, err := admin.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy", Namespace: ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "nodeproxy"}, Subjects: subject}
-	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + ns}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
-	}}
-	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "nodeproxy-" + ns},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cr.Name}, Subjects: subject}
-	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestIntegrationIndex runs the Index as a read-only ServiceAccount against
@@ -78,7 +43,7 @@ func TestIntegrationIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grantReader(t, admin, ns, "nodeproxy")
+	clustertest.GrantNodeProxy(t, admin, ns)
 	cfg, err := c.ServiceAccountConfig(ctx, ns, "nodeproxy")
 	if err != nil {
 		t.Fatal(err)
