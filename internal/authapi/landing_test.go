@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/controller"
@@ -98,12 +99,10 @@ func TestLandingPageShowsSandboxState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := e.sb.Sandboxes(e.ns).Get(t.Context(), c.Status.Sandbox.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb.Spec.OperatingMode = agents.OperatingModeSuspended
-	if _, err := e.sb.Sandboxes(e.ns).Update(t.Context(), sb, metav1.UpdateOptions{}); err != nil {
+	// A merge patch, as the platform suspends: the controller stand-in may
+	// be updating the same Sandbox.
+	suspend := []byte(`{"spec":{"operatingMode":"` + string(agents.OperatingModeSuspended) + `"}}`)
+	if _, err := e.sb.Sandboxes(e.ns).Patch(t.Context(), c.Status.Sandbox.Name, types.MergePatchType, suspend, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !eventually(10*time.Second, func() bool { s, _ = state(); return s == StateSuspended }) {

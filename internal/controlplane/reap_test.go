@@ -29,6 +29,8 @@ func TestReapChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Printf("DIR %s\n", cp.Dir())
+	// End only once the parent has seen both processes running.
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
 	switch mode {
 	case "fail":
 		cp.Stop()
@@ -46,6 +48,10 @@ func TestChildProcessesAreReaped(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestReapChild$", "-test.v")
 			cmd.Env = append(os.Environ(), childEnv+"="+mode)
 			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := cmd.StdinPipe()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,6 +74,7 @@ func TestChildProcessesAreReaped(t *testing.T) {
 			if len(processesUsing(dir)) != 2 {
 				t.Errorf("want etcd and kube-apiserver running under %s, got %v", dir, processesUsing(dir))
 			}
+			fmt.Fprintln(in, "go")
 			if mode == "hang" {
 				// An interrupted run: the test binary is killed outright.
 				cmd.Process.Signal(syscall.SIGKILL)
