@@ -15,6 +15,7 @@ import (
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // config is every setting of `authapi`, as the environment and flags give
@@ -43,6 +44,11 @@ type config struct {
 	LogLevel                          string
 	IdleTimeout, ReportInterval       time.Duration
 	IdleCountsOpenConnections         bool
+	LeaseDuration, RenewDeadline      time.Duration
+	RoutingMode, UserDomain           string
+	OriginCookieName                  string
+	EntryCodeTTL                      time.Duration
+	RetryPeriod                       time.Duration
 	PodName, PodIP                    string
 
 	problems []error // values the environment or flags could not parse
@@ -63,6 +69,8 @@ func defaults() config {
 		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL, FlashTTL: authapi.DefaultFlashTTL,
 		ShutdownTimeout: 20 * time.Second, LogLevel: "info",
 		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
+		EntryCodeTTL:  authapi.DefaultEntryCodeTTL,
+		LeaseDuration: sweeper.DefaultLeaseDuration, RenewDeadline: sweeper.DefaultRenewDeadline, RetryPeriod: sweeper.DefaultRetryPeriod,
 	}
 }
 
@@ -84,6 +92,10 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("key-publish-delay", "KEY_PUBLISH_DELAY", "how long a new key is in the JWKS before it signs (> node proxies' JWKS refresh)", settings.Duration(&c.KeyPublishDelay)),
 		settings.Var("wake-timeout", "WAKE_TIMEOUT", "how long signup and recreate wait for the sandbox to be Ready", settings.Duration(&c.WakeTimeout)),
 		settings.Var("cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", settings.String(&c.CookieName)),
+		settings.Var("routing-mode", "ROUTING_MODE", "path: agents under /u/<user>/ on this host; subdomain: /u/<user>/ sends the browser to <user>.<USER_DOMAIN> with a single-use entry code", settings.String(&c.RoutingMode)),
+		settings.Var("user-domain", "USER_DOMAIN", "parent domain of the user origins in subdomain routing", settings.String(&c.UserDomain)),
+		settings.Var("origin-cookie-name", "ORIGIN_COOKIE_NAME", "user origins' host-only session cookie; empty means sandgate_origin, or __Host-sandgate_origin when secure", settings.String(&c.OriginCookieName)),
+		settings.Var("entry-code-ttl", "ENTRY_CODE_TTL", "how long a single-use entry code to a user origin stays redeemable", settings.Duration(&c.EntryCodeTTL)),
 		settings.Var("cookie-secure", "COOKIE_SECURE", "mark cookies Secure (serve behind TLS)", settings.Bool(&c.CookieSecure)),
 		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
 		settings.Var("auth-rate-limit", "AUTH_RATE_LIMIT", "signup and login requests per client per window; 0 disables", settings.Int(&c.RateLimit)),
@@ -102,6 +114,9 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("idle-timeout", "IDLE_TIMEOUT", "suspend a managed sandbox after this long without activity or open work", settings.Duration(&c.IdleTimeout)),
 		settings.Var("report-interval", "REPORT_INTERVAL", "node proxies' activity report interval (a node silent for 3 counts as idle)", settings.Duration(&c.ReportInterval)),
 		settings.Var("idle-counts-open-connections", "IDLE_COUNTS_OPEN_CONNECTIONS", "an open but silent WebSocket keeps its sandbox awake", settings.Bool(&c.IdleCountsOpenConnections)),
+		settings.Var("leader-lease-duration", "LEADER_LEASE_DURATION", "how long the sweeper's leader Lease holds without renewal (whole seconds); a killed leader is replaced after it", settings.Duration(&c.LeaseDuration)),
+		settings.Var("leader-renew-deadline", "LEADER_RENEW_DEADLINE", "how long the leader keeps trying to renew before it stops sweeping (< LEADER_LEASE_DURATION)", settings.Duration(&c.RenewDeadline)),
+		settings.Var("leader-retry-period", "LEADER_RETRY_PERIOD", "how often replicas try to take or renew the Lease", settings.Duration(&c.RetryPeriod)),
 		settings.Var("pod-name", "POD_NAME", "this replica's pod name, for the sweeper's leader lease; empty uses the host name", settings.String(&c.PodName)),
 		settings.Var("pod-ip", "POD_IP", "address where other replicas reach this one's internal listener; empty uses the listener's host or 127.0.0.1", settings.String(&c.PodIP)),
 	}
@@ -177,6 +192,20 @@ func (c config) validate() error {
 	}
 	if c.IdleTimeout <= c.ReportInterval {
 		bad("IDLE_TIMEOUT %v must be longer than REPORT_INTERVAL %v", c.IdleTimeout, c.ReportInterval)
+	}
+	if c.LeaseDuration <= 0 || c.RetryPeriod <= 0 || c.RenewDeadline <= 0 ||
+		c.LeaseDuration%time.Second != 0 || c.RenewDeadline >= c.LeaseDuration || float64(c.RenewDeadline) <= 1.2*float64(c.RetryPeriod) {
+		bad("leader election needs 1.2 x LEADER_RETRY_PERIOD %v < LEADER_RENEW_DEADLINE %v < LEADER_LEASE_DURATION %v (whole seconds)", c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
+	}
+	if m, err := userorigin.ParseMode(c.RoutingMode); err != nil {
+		bad("ROUTING_MODE: %v", err)
+	} else if m == userorigin.Subdomain {
+		if err := userorigin.ValidateDomain(c.UserDomain); err != nil {
+			bad("USER_DOMAIN: %v", err)
+		}
+	}
+	if c.EntryCodeTTL <= 0 || c.EntryCodeTTL > 10*time.Minute {
+		bad("ENTRY_CODE_TTL %v must be positive and at most 10m", c.EntryCodeTTL)
 	}
 	if c.RateLimit < 0 {
 		bad("AUTH_RATE_LIMIT %d must not be negative", c.RateLimit)

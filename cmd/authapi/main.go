@@ -27,6 +27,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 func main() {
@@ -115,6 +116,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		Namespace: c.Namespace, Sandboxes: sb.Sandboxes(c.Namespace), Claims: sb.SandboxClaims(c.Namespace),
 		Leases: kube.CoordinationV1(), Identity: sweeper.Identity(podName(c.PodName), reportAddr(c.PodIP, lns[internalAddr].Addr())),
 		IdleTimeout: c.IdleTimeout, ReportInterval: c.ReportInterval, CountOpenConnections: c.IdleCountsOpenConnections,
+		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
 		Logger: log, Registerer: reg,
 	})
 	if err != nil {
@@ -131,6 +133,8 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, AuthProxyHeader: c.AuthProxyHeader,
 		InternalAudience: c.InternalAudience, AllowedServiceAccounts: settings.SplitList(c.AllowedServiceAccounts),
 		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL, Activity: sw,
+		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, OriginCookieName: c.OriginCookieName,
+		EntryCodeTTL: c.EntryCodeTTL,
 	})
 	if err != nil {
 		closeAll()

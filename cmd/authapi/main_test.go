@@ -26,6 +26,9 @@ import (
 var cluster *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
+	if code, ok := runChild(); ok {
+		os.Exit(code)
+	}
 	code := clustertest.Main(m, &cluster)
 	if code == 0 {
 		if err := goleak.Find(

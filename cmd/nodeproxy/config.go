@@ -17,6 +17,7 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/settings"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // config is every setting of `nodeproxy`, as the environment and flags
@@ -34,6 +35,9 @@ type config struct {
 	SATokenFile               string
 	CookieName                string
 	CookieSecure              bool
+	RoutingMode, UserDomain   string
+	PublicOrigin              string
+	OriginCookieName          string
 	AllowInsecure             bool
 	CookieMaxAge              time.Duration
 	PeerPort                  int
@@ -101,6 +105,10 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid)", settings.Duration(&c.JWKSRefresh)),
 		settings.Var("sa-token-file", "SA_TOKEN_FILE", "projected ServiceAccount token for the auth API's internal endpoints", settings.String(&c.SATokenFile)),
 		settings.Var("cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", settings.String(&c.CookieName)),
+		settings.Var("routing-mode", "ROUTING_MODE", "path: agents under /u/<user>/ on every host; subdomain: the agent of <user> on <user>.<USER_DOMAIN>, its own origin", settings.String(&c.RoutingMode)),
+		settings.Var("user-domain", "USER_DOMAIN", "parent domain of the user origins in subdomain routing (wildcard DNS and certificate)", settings.String(&c.UserDomain)),
+		settings.Var("public-origin", "PUBLIC_ORIGIN", "main origin (https://host[:port]) where a browser without an origin session is sent, in subdomain routing", settings.String(&c.PublicOrigin)),
+		settings.Var("origin-cookie-name", "ORIGIN_COOKIE_NAME", "user origins' host-only session cookie; empty means sandgate_origin, or __Host-sandgate_origin when secure", settings.String(&c.OriginCookieName)),
 		settings.Var("cookie-secure", "COOKIE_SECURE", "session cookies are Secure (serve behind TLS)", settings.Bool(&c.CookieSecure)),
 		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
 		settings.Var("cookie-max-age", "COOKIE_MAX_AGE", "session length from login; older sessions are not renewed", settings.Duration(&c.CookieMaxAge)),
@@ -169,6 +177,16 @@ func (c config) validate() error {
 		"NAMESPACE": c.Namespace, "ISSUER": c.Issuer, "AUDIENCE": c.Audience, "LOG_ROOT": c.LogRoot} {
 		if v == "" {
 			bad("%s must not be empty", name)
+		}
+	}
+	if m, err := userorigin.ParseMode(c.RoutingMode); err != nil {
+		bad("ROUTING_MODE: %v", err)
+	} else if m == userorigin.Subdomain {
+		if err := userorigin.ValidateDomain(c.UserDomain); err != nil {
+			bad("USER_DOMAIN: %v", err)
+		}
+		if u, err := url.Parse(c.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			bad("PUBLIC_ORIGIN %q must be http(s)://host[:port] in subdomain routing", c.PublicOrigin)
 		}
 	}
 	if c.ListenAddr == c.OpsAddr {

@@ -31,6 +31,7 @@ import (
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 func main() {
@@ -92,6 +93,10 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	originVerifier, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: c.Issuer, Audience: jwt.OriginAudience(c.Audience), Leeway: 5 * time.Second})
+	if err != nil {
+		return err
+	}
 	hs, err := handshake.New(handshake.Options{
 		LogRoot: c.LogRoot, TailLines: c.LogTailLines, Timeout: c.HandshakeTimeout, Logger: log, Registerer: reg,
 	})
@@ -127,6 +132,8 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
 		AuthAPI:     c.AuthAPIURL, ServiceAccountToken: saToken,
 		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
+		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, PublicOrigin: c.PublicOrigin,
+		OriginVerifier: originVerifier, OriginCookieName: c.OriginCookieName,
 		PeerPort: c.peerPort(), TrustedProxies: trusted,
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
 		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),

@@ -29,6 +29,10 @@ const (
 	AnnotationSessionEpoch = "sandgate.io/session-epoch"
 	// AnnotationRevokedSessions lists revoked session ids with their expiry.
 	AnnotationRevokedSessions = "sandgate.io/revoked-sessions"
+	// AnnotationUsedEntryCodes lists the redeemed, unexpired entry codes of
+	// subdomain routing ("<jti>:<unix exp>,..."), so each is used once
+	// whichever auth API replica redeems it.
+	AnnotationUsedEntryCodes = "sandgate.io/used-entry-codes"
 )
 
 // MaxRevoked bounds the revoked-session list; past it the auth API raises

@@ -90,6 +90,8 @@ func statusOf(err error) (code int, reason, message string) {
 		return http.StatusForbidden, "bad_invite", ErrBadInvite.Error()
 	case errors.Is(err, ErrBadOrigin):
 		return http.StatusForbidden, "bad_origin", ErrBadOrigin.Error()
+	case errors.Is(err, ErrBadEntryCode):
+		return http.StatusForbidden, "bad_entry_code", ErrBadEntryCode.Error()
 	case errors.Is(err, ErrForbidden):
 		return http.StatusForbidden, "forbidden", ErrForbidden.Error()
 	case errors.Is(err, ErrCallerForbidden):

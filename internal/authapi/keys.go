@@ -34,6 +34,9 @@ const (
 	flashKeyInfo     = "sandgate authapi flash cookie v1"
 	// jwtLeeway is the clock skew the auth API tolerates on its own tokens.
 	jwtLeeway = 10 * time.Second
+	// entryLeeway is the clock leeway on entry codes, which live seconds:
+	// only the replicas' own clocks are involved.
+	entryLeeway = 2 * time.Second
 	// propagation covers replicas loading a rotated ring and proxies
 	// refreshing their JWKS after a retired key leaves it.
 	propagation = 2 * time.Minute
@@ -44,6 +47,8 @@ const (
 type keyState struct {
 	ring     *jwt.KeyRing
 	signer   *jwt.Signer
+	origin   *jwt.Signer // origin sessions (subdomain routing)
+	entry    *jwt.Signer // single-use entry codes
 	flash    cipher.AEAD
 	flashKey []byte
 	version  string // the Secret's resourceVersion
@@ -59,6 +64,7 @@ type keyStore struct {
 	issuer      string
 	audience    string
 	ttl         time.Duration
+	entryTTL    time.Duration
 	rotation    time.Duration
 	publish     time.Duration
 	keep        time.Duration // how long a retired key stays for renewal
@@ -77,6 +83,7 @@ func newKeyStore(o Options) *keyStore {
 		issuer:   o.Issuer,
 		audience: o.Audience,
 		ttl:      o.SessionTTL,
+		entryTTL: o.EntryCodeTTL,
 		rotation: o.KeyRotationInterval,
 		publish:  min(o.KeyPublishDelay, o.KeyRotationInterval/2),
 		keep:     o.CookieMaxAge + o.SessionTTL + propagation,
@@ -169,7 +176,15 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build signer: %w", err)
 	}
-	return &keyState{ring: ring, signer: signer, flash: aead, flashKey: flashKey, version: sec.ResourceVersion}, nil
+	origin, err := signer.WithAudience(jwt.OriginAudience(k.audience), 0)
+	if err != nil {
+		return nil, fmt.Errorf("build origin signer: %w", err)
+	}
+	entry, err := signer.WithAudience(jwt.EntryAudience(k.audience), k.entryTTL)
+	if err != nil {
+		return nil, fmt.Errorf("build entry code signer: %w", err)
+	}
+	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flash: aead, flashKey: flashKey, version: sec.ResourceVersion}, nil
 }
 
 func flashAEAD(secret []byte) (cipher.AEAD, error) {
@@ -342,14 +357,35 @@ var _ jwt.KeySource = (*keyStore)(nil)
 // errNoKeys reports a signing attempt before the keys loaded.
 var errNoKeys = errors.New("signing keys not loaded")
 
-// sign issues a token for c with the current keys and returns the claims
-// as signed.
+// tokenKind selects the audience (and lifetime) a token is signed for.
+type tokenKind uint8
+
+const (
+	mainSession tokenKind = iota
+	originSession
+	entryCode
+)
+
+// sign issues a main session token for c with the current keys and
+// returns the claims as signed.
 func (k *keyStore) sign(c jwt.Claims) (string, jwt.Claims, error) {
+	return k.signAs(mainSession, c)
+}
+
+// signAs is sign for any kind of token.
+func (k *keyStore) signAs(kind tokenKind, c jwt.Claims) (string, jwt.Claims, error) {
 	st := k.current()
 	if st == nil {
 		return "", jwt.Claims{}, fmt.Errorf("%w: %w", ErrUnavailable, errNoKeys)
 	}
-	tok, signed, err := st.signer.Issue(c)
+	signer := st.signer
+	switch kind {
+	case originSession:
+		signer = st.origin
+	case entryCode:
+		signer = st.entry
+	}
+	tok, signed, err := signer.Issue(c)
 	if err != nil {
 		return "", jwt.Claims{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -25,6 +25,9 @@ type Metrics struct {
 	ClaimReady prometheus.Histogram
 	// Renewals counts session renewals by outcome (ok, ended, bad_token).
 	Renewals *prometheus.CounterVec
+	// Entries counts entry code redemptions (subdomain routing) by
+	// outcome (ok, refused).
+	Entries *prometheus.CounterVec
 	// Revocations counts ended sessions by kind (logout, epoch, recreate,
 	// delete).
 	Revocations *prometheus.CounterVec
@@ -69,6 +72,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: ns, Subsystem: sub, Name: "claim_ready_seconds", Help: "Time from claim creation to Ready.",
 			Buckets: []float64{.25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300},
 		}),
+		Entries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "origin_entries_total", Help: "Entry code redemptions for user origin sessions by outcome.",
+		}, []string{"outcome"}),
 		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "renewals_total", Help: "Session renewals by outcome.",
 		}, []string{"outcome"}),
@@ -90,7 +96,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Requests, m.Duration, m.Stage, m.Signups, m.Logins, m.Rejections, m.ClaimReady,
-			m.Renewals, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews, m.Wakes)
+			m.Renewals, m.Entries, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews, m.Wakes)
 	}
 	return m
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // Defaults used by New for zero Options fields.
@@ -32,6 +33,8 @@ const (
 	DefaultMaxBodyBytes        = 1 << 20
 	DefaultTokenReviewCacheTTL = 10 * time.Second
 	DefaultFlashTTL            = 10 * time.Minute
+	DefaultOriginCookieName    = "sandgate_origin"
+	DefaultEntryCodeTTL        = 60 * time.Second
 )
 
 // securePrefix is the cookie-name prefix browsers bind to a secure,
@@ -107,6 +110,18 @@ type Options struct {
 	// ForwardClient passes activity reports on to the leader; nil builds
 	// one.
 	ForwardClient *http.Client
+	// RoutingMode is path (agents under /u/<user>/ on this host) or
+	// subdomain (each agent on its own origin under UserDomain); empty
+	// means path.
+	RoutingMode userorigin.Mode
+	// UserDomain is the parent domain of the user origins in subdomain
+	// routing: <user>.<UserDomain>.
+	UserDomain string
+	// OriginCookieName overrides the user origins' session cookie name;
+	// empty means sandgate_origin, __Host- prefixed when CookieSecure.
+	OriginCookieName string
+	// EntryCodeTTL is how long an entry code may wait to be redeemed.
+	EntryCodeTTL time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -146,6 +161,19 @@ func (o Options) Validate() error {
 	if o.CookieName != "" && !validCookieName(o.CookieName) {
 		bad("cookie name %q is not a valid cookie token", o.CookieName)
 	}
+	if o.OriginCookieName != "" && (!validCookieName(o.OriginCookieName) || o.OriginCookieName == o.CookieName) {
+		bad("origin cookie name %q is not a valid cookie token distinct from the session cookie's", o.OriginCookieName)
+	}
+	if _, err := userorigin.ParseMode(string(o.RoutingMode)); err != nil {
+		bad("%v", err)
+	} else if o.RoutingMode == userorigin.Subdomain {
+		if err := userorigin.ValidateDomain(o.UserDomain); err != nil {
+			bad("%v", err)
+		}
+	}
+	if o.EntryCodeTTL < 0 {
+		bad("entry code TTL %v is negative", o.EntryCodeTTL)
+	}
 	return errors.Join(errs...)
 }
 
@@ -179,6 +207,16 @@ func (o Options) withDefaults() Options {
 			o.CookieName = securePrefix + DefaultCookieName
 		}
 	}
+	if o.OriginCookieName == "" {
+		o.OriginCookieName = DefaultOriginCookieName
+		if o.CookieSecure {
+			o.OriginCookieName = securePrefix + DefaultOriginCookieName
+		}
+	}
+	if o.RoutingMode == "" {
+		o.RoutingMode = userorigin.Path
+	}
+	set(&o.EntryCodeTTL, DefaultEntryCodeTTL)
 	set(&o.SessionTTL, DefaultSessionTTL)
 	set(&o.CookieMaxAge, DefaultCookieMaxAge)
 	set(&o.KeyRotationInterval, DefaultKeyRotationInterval)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // maxRenewBody bounds a renewal request; a token is about 400 bytes.
@@ -29,7 +31,8 @@ type renewResponse struct {
 // handleRenew issues a fresh token for a session: the presented token must
 // be authentic (signature, kid, iss, aud) but may be expired; the session
 // must be within COOKIE_MAX_AGE of its auth_time and not revoked by its
-// claim. The new token keeps sid, auth_time and epoch. Only callers the
+// claim. The new token keeps sid, auth_time and epoch. In subdomain routing
+// an origin session is renewed the same way and keeps its origin. Only callers the
 // TokenReview guard admits reach it.
 func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 	var req renewRequest
@@ -42,7 +45,13 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("send {\"token\": \"<session token>\"}"))
 		return
 	}
+	kind := mainSession
 	c, err := s.verifier.VerifyIgnoringExpiry(req.Token)
+	if err != nil && s.opts.RoutingMode == userorigin.Subdomain {
+		if oc, oerr := s.originVerifier.VerifyIgnoringExpiry(req.Token); oerr == nil && oc.Origin != "" {
+			c, err, kind = oc, nil, originSession
+		}
+	}
 	if err != nil {
 		s.opts.Metrics.Renewals.WithLabelValues("bad_token").Inc()
 		s.fail(w, r, fmt.Errorf("%w: %w", ErrBadToken, err))
@@ -53,7 +62,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	tok, renewed, err := s.renewToken(c)
+	tok, renewed, err := s.renewToken(kind, c)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -61,6 +70,9 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 	s.opts.Metrics.Renewals.WithLabelValues("ok").Inc()
 	s.log.Debug("session renewed", "user", c.User, "caller", Caller(r))
 	ck := s.sessionCookie(tok, renewed)
+	if kind == originSession {
+		ck = s.originCookie(tok, renewed)
+	}
 	writeJSON(w, http.StatusOK, renewResponse{
 		Token: tok, User: renewed.User, ExpiresAt: renewed.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // Server is one auth API replica. Any number of replicas may serve at once:
@@ -25,9 +26,12 @@ type Server struct {
 	keys     *keyStore
 	claims   *claimStore
 	verifier *jwt.Verifier
-	limiter  *limiter
-	guard    *guard
-	pages    *pages
+	// originVerifier and entryVerifier check origin sessions and entry
+	// codes (subdomain routing).
+	originVerifier, entryVerifier *jwt.Verifier
+	limiter                       *limiter
+	guard                         *guard
+	pages                         *pages
 	// dummy is compared against when a login names no usable account, so
 	// that path does the same work as a wrong token.
 	dummy account.Account
@@ -60,6 +64,16 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("authapi: %w", err)
 	}
 	s.verifier = v
+	if s.originVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
+		Keys: s.keys, Issuer: opts.Issuer, Audience: jwt.OriginAudience(opts.Audience), Leeway: jwtLeeway, Now: opts.Now,
+	}); err != nil {
+		return nil, fmt.Errorf("authapi: %w", err)
+	}
+	if s.entryVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
+		Keys: s.keys, Issuer: opts.Issuer, Audience: jwt.EntryAudience(opts.Audience), Leeway: entryLeeway, Now: opts.Now,
+	}); err != nil {
+		return nil, fmt.Errorf("authapi: %w", err)
+	}
 	if s.pages, err = loadPages(); err != nil {
 		return nil, fmt.Errorf("authapi: %w", err)
 	}
@@ -81,12 +95,19 @@ func (s *Server) routes() {
 	pub.Handle("DELETE /users/{user}", s.route("delete", s.handleDelete))
 	pub.Handle("GET /users/{user}/delete", s.route("delete_confirm", s.handleDeleteConfirm))
 	pub.Handle("POST /users/{user}/delete", s.route("delete", s.handleDelete))
+	if s.opts.RoutingMode == userorigin.Subdomain {
+		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
+		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))
+	}
 	s.public = pub
 
 	in := http.NewServeMux()
 	in.Handle("GET /.well-known/jwks.json", s.route("jwks", s.handleJWKS))
 	in.Handle("POST /internal/v1/sessions/renew", s.route("renew", s.guard.wrap(s, http.HandlerFunc(s.handleRenew)).ServeHTTP))
 	in.Handle("POST /internal/v1/wake", s.route("wake", s.guard.wrap(s, http.HandlerFunc(s.handleWake)).ServeHTTP))
+	if s.opts.RoutingMode == userorigin.Subdomain {
+		in.Handle("POST /internal/v1/origin/redeem", s.route("redeem", s.guard.wrap(s, http.HandlerFunc(s.handleRedeem)).ServeHTTP))
+	}
 	if s.opts.Activity != nil {
 		in.Handle("POST /internal/v1/activity", s.route("activity", s.guard.wrap(s, http.HandlerFunc(s.handleActivity)).ServeHTTP))
 	}

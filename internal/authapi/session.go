@@ -29,10 +29,10 @@ func (s *Server) startSession(w http.ResponseWriter, a account.Account) (jwt.Cla
 	return c, nil
 }
 
-// renewToken issues a fresh token for the session c: same user, sid,
-// auth_time and epoch.
-func (s *Server) renewToken(c jwt.Claims) (string, jwt.Claims, error) {
-	return s.keys.sign(jwt.Claims{User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch})
+// renewToken issues a fresh token of kind for the session c: same user,
+// sid, auth_time, epoch and origin.
+func (s *Server) renewToken(kind tokenKind, c jwt.Claims) (string, jwt.Claims, error) {
+	return s.keys.signAs(kind, jwt.Claims{User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch, Origin: c.Origin})
 }
 
 // sessionCookie carries token until the session's maximum age: every
@@ -89,7 +89,7 @@ func (s *Server) readSession(w http.ResponseWriter, r *http.Request) (session, e
 		return session{}, fmt.Errorf("%w: %w", ErrNoSession, err)
 	}
 	if c.Expiry.Sub(s.opts.Now()) < s.opts.SessionTTL/2 {
-		tok, renewed, err := s.renewToken(c)
+		tok, renewed, err := s.renewToken(mainSession, c)
 		if err != nil {
 			return session{}, err
 		}

@@ -26,6 +26,12 @@ type Claims struct {
 	// Epoch is the user's session epoch when the token was issued; a token
 	// whose Epoch is below the user's current epoch is revoked.
 	Epoch int64
+	// Origin binds a token to one user origin (scheme://host) in
+	// subdomain routing: the entry codes and origin sessions carry it,
+	// main-origin sessions do not.
+	Origin string
+	// ID is jti, set on single-use entry codes.
+	ID string
 }
 
 // sessionIDBytes is 128 bits, encoded as 22 base64url characters.
@@ -50,7 +56,9 @@ type wireClaims struct {
 	AuthTime  int64  `json:"auth_time"`
 	// Epoch is a pointer so that a missing epoch is rejected instead of
 	// reading as epoch 0.
-	Epoch *int64 `json:"epoch"`
+	Epoch  *int64 `json:"epoch"`
+	Origin string `json:"origin,omitempty"`
+	ID     string `json:"jti,omitempty"`
 }
 
 var _ gojwt.Claims = (*wireClaims)(nil)
@@ -66,6 +74,8 @@ func toWire(c Claims, iss, aud string) *wireClaims {
 		SessionID: c.SessionID,
 		AuthTime:  c.AuthTime.Unix(),
 		Epoch:     &epoch,
+		Origin:    c.Origin,
+		ID:        c.ID,
 	}
 }
 
@@ -77,6 +87,8 @@ func (w *wireClaims) claims() Claims {
 		Expiry:    time.Unix(w.Expiry, 0),
 		AuthTime:  time.Unix(w.AuthTime, 0),
 		Epoch:     *w.Epoch,
+		Origin:    w.Origin,
+		ID:        w.ID,
 	}
 }
 

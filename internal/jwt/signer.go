@@ -64,6 +64,17 @@ func NewSigner(opts SignerOptions) (*Signer, error) {
 	return &Signer{opts: opts}, nil
 }
 
+// WithAudience returns a Signer on the same keys and issuer for another
+// kind of token: another aud and lifetime (zero keeps the lifetime).
+func (s *Signer) WithAudience(aud string, lifetime time.Duration) (*Signer, error) {
+	o := s.opts
+	o.Audience = aud
+	if lifetime != 0 {
+		o.Lifetime = lifetime
+	}
+	return NewSigner(o)
+}
+
 // Sign returns a signed token for c. It sets IssuedAt to now and Expiry to
 // now plus the lifetime, ignoring the values in c. An empty SessionID gets a
 // fresh random one (a new login); a zero AuthTime becomes now. Renewals pass

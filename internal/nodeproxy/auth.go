@@ -118,7 +118,7 @@ func validCookieValue(v []byte) bool {
 // renew is set, a token past half its lifetime is renewed (best effort),
 // and an expired but renewable one must be (synchronously). Failures wrap
 // ErrUnauthenticated.
-func (p *Proxy) authenticate(cred credentials, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
 	if cred.bearer != "" {
 		switch {
 		case lookupErr != nil:
@@ -133,7 +133,7 @@ func (p *Proxy) authenticate(cred credentials, user string, entry informer.Entry
 	}
 	var last error
 	for _, tok := range cred.cookies {
-		id, err := p.session(tok, user, entry, lookupErr, renew)
+		id, err := p.session(tok, rules, user, entry, lookupErr, renew)
 		if err == nil {
 			return id, nil
 		}
@@ -148,18 +148,20 @@ var (
 )
 
 // session checks one session token for user.
-func (p *Proxy) session(tok, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+func (p *Proxy) session(tok string, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
 	now := p.opts.Now()
-	c, err := p.opts.Verifier.Verify(tok)
+	c, err := rules.verifier.Verify(tok)
 	expired := errors.Is(err, jwt.ErrExpired)
 	if expired && renew {
-		c, err = p.opts.Verifier.VerifyIgnoringExpiry(tok)
+		c, err = rules.verifier.VerifyIgnoringExpiry(tok)
 	}
 	switch {
 	case err != nil:
 		return identity{}, err
 	case c.User != user:
 		return identity{}, errOtherUser
+	case c.Origin != rules.origin:
+		return identity{}, errOtherOrigin
 	case lookupErr != nil:
 		return identity{}, lookupErr
 	case !entry.Account.SessionValid(c.SessionID, c.Epoch) || !now.Before(c.AuthTime.Add(p.opts.CookieMaxAge)):
@@ -169,10 +171,10 @@ func (p *Proxy) session(tok, user string, entry informer.Entry, lookupErr error,
 	if !renew || !(expired || halfSpent(c, now)) {
 		return id, nil
 	}
-	r, err := p.renewer.renew(tok)
+	r, err := p.renewer.renew(tok, rules.cookie)
 	if err == nil {
 		var fresh jwt.Claims
-		if fresh, err = p.opts.Verifier.Verify(r.token); err == nil && fresh.User == user {
+		if fresh, err = rules.verifier.Verify(r.token); err == nil && fresh.User == user && fresh.Origin == rules.origin {
 			id.claims, id.token, id.setCookie = fresh, r.token, r.setCookie
 			return id, nil
 		}
@@ -200,8 +202,9 @@ func (p *Proxy) auth(ctx *fasthttp.RequestCtx, x *exchange) (identity, informer.
 	start := time.Now()
 	defer p.m.observe(stageAuth, start)
 	entry, lookupErr := p.opts.Directory.Lookup(x.route.user)
-	cred := readCredentials(&ctx.Request.Header, p.opts.CookieName)
-	id, err := p.authenticate(cred, x.route.user, entry, lookupErr, !x.hopIn)
+	rules := p.sessionRules(x.route)
+	cred := readCredentials(&ctx.Request.Header, rules.cookie)
+	id, err := p.authenticate(cred, rules, x.route.user, entry, lookupErr, !x.hopIn)
 	x.auth = id.method
 	if err != nil {
 		p.m.auth.WithLabelValues(id.method, "rejected").Inc()

@@ -29,6 +29,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // platform is the whole data path on a real API server: the simulated
@@ -54,6 +55,8 @@ type platform struct {
 	authURLs    []string
 	sweepers    []*sweeper.Sweeper
 	wakePatches atomic.Int64
+
+	subdomain bool
 }
 
 // platformOptions shape a platform; the zero value is TestE2EPlatform's.
@@ -63,7 +66,19 @@ type platformOptions struct {
 	// proxy an activity tracker and reporter (node i reports to replica i)
 	// and wake-on-connect on its informer index.
 	Idle bool
+	// CountOpenConnections sets the sweepers' IDLE_COUNTS_OPEN_CONNECTIONS.
+	CountOpenConnections bool
+	// Subdomain runs the auth API and the node proxies in subdomain
+	// routing: user origins <user>.e2eUserDomain, main origin testHost.
+	Subdomain bool
 }
+
+// Subdomain routing in the e2e platform: the user origins' parent domain
+// and the entry codes' lifetime.
+const (
+	e2eUserDomain   = "u.example.test"
+	e2eEntryCodeTTL = time.Second
+)
 
 // Idle timings of the Idle platform.
 const (
@@ -119,7 +134,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	cp := controlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
-	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
+	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}, subdomain: o.Subdomain}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	// The auth API, as the admin (its own RBAC is tested in its package):
@@ -216,6 +231,14 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
 			DrainTimeout: 2 * time.Second,
 		}
+		if o.Subdomain {
+			if opts.OriginVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
+				Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.OriginAudience(authapi.DefaultAudience), Leeway: 5 * time.Second,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			opts.RoutingMode, opts.UserDomain, opts.PublicOrigin = userorigin.Subdomain, e2eUserDomain, "http://"+testHost
+		}
 		if o.Idle {
 			authURL := p.authURLs[(i-1)%len(p.authURLs)]
 			n.tracker = activity.New(activity.Options{Quiet: e2eReportInterval})
@@ -262,6 +285,9 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 		TrustedProxies:         mustPrefixes("127.0.0.0/8"),
 		Logger:                 logger.With("process", "authapi"),
 	}
+	if o.Subdomain {
+		opts.RoutingMode, opts.UserDomain, opts.EntryCodeTTL = userorigin.Subdomain, e2eUserDomain, e2eEntryCodeTTL
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	var sw *sweeper.Sweeper
 	if o.Idle {
@@ -275,7 +301,7 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 			Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
 			Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity(name, ln.Addr().String()),
 			LeaseDuration: e2eLease, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			IdleTimeout: e2eIdleTimeout, ReportInterval: e2eReportInterval,
+			IdleTimeout: e2eIdleTimeout, ReportInterval: e2eReportInterval, CountOpenConnections: o.CountOpenConnections,
 			Logger: opts.Logger,
 		})
 		if err != nil {
@@ -321,6 +347,9 @@ func mustPrefixes(s ...string) []netip.Prefix {
 // account is a signed-up user: bearer token and session cookie value.
 type e2eAccount struct {
 	user, bearer, session string
+	// origin is the origin session on the user's origin (subdomain
+	// routing).
+	origin string
 }
 
 // signup signs user up through node i's proxy, as a JSON API client, and
@@ -352,6 +381,15 @@ func (p *platform) signup(i int, user string) e2eAccount {
 	if a.bearer == "" || a.session == "" {
 		t.Fatalf("signup %s: no token or session cookie", user)
 	}
+	if p.subdomain {
+		a.origin = p.enter(i, user, a.session, "/")
+		waitFor(t, 30*time.Second, user+"'s app served on its origin", func() bool {
+			resp := p.getAt(i, userHost(user), "/api/echo", map[string]string{"Cookie": originCookie(a.origin)})
+			readAll(t, resp)
+			return resp.StatusCode == http.StatusOK
+		})
+		return a
+	}
 	waitFor(t, 30*time.Second, user+"'s app served", func() bool {
 		resp := p.get(i, "/u/"+user+"/api/echo", map[string]string{"Cookie": cookie(a.session)})
 		readAll(t, resp)
@@ -363,11 +401,17 @@ func (p *platform) signup(i int, user string) e2eAccount {
 // get sends a browser-like GET to node i's proxy.
 func (p *platform) get(i int, path string, hdr map[string]string) *http.Response {
 	p.t.Helper()
+	return p.getAt(i, testHost, path, hdr)
+}
+
+// getAt is get with another Host.
+func (p *platform) getAt(i int, host, path string, hdr map[string]string) *http.Response {
+	p.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+p.nodes[i].addr+path, nil)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	req.Host = testHost
+	req.Host = host
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

@@ -1,11 +1,11 @@
 package nodeproxy
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +41,6 @@ func TestE2EIdle(t *testing.T) {
 		}
 		return false
 	})
-	signupStart := time.Now()
 	carol := p.signup(0, "carol")
 	carolCookie := map[string]string{"Cookie": cookie(carol.session)}
 	lastUse := time.Now() // signup's last request has been answered
@@ -85,16 +84,9 @@ func TestE2EIdle(t *testing.T) {
 		mark := time.Now()
 		modes.waitFor(t, agents.OperatingModeSuspended, mark, 30*time.Second)
 		p.waitRoutedSuspended(t, "carol")
-		// The other node's waker has just called for carol and, within
-		// WAKE_TIMEOUT, would not call again: go through the first.
-		node := 1 - other
-		// Known gap: a node's waker skips the wake call for WAKE_TIMEOUT
-		// after its last one for the sandbox, even when the sandbox became
-		// Ready and was suspended again meanwhile; signup through that node
-		// may have made one (Pending). Outwait it so this test is stable.
-		if d := time.Until(signupStart.Add(e2eWakeTimeout + time.Second)); d > 0 {
-			time.Sleep(d)
-		}
+		// Through the node that woke it last, within WAKE_TIMEOUT of that
+		// wake: seeing it Ready ended the wake, so the node calls again.
+		node := other
 		before := p.wakePatches.Load()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -139,31 +131,37 @@ func TestE2EIdle(t *testing.T) {
 		}
 	})
 
+	t.Run("SSE stream through one node keeps it awake", func(t *testing.T) {
+		p.wake(t, "carol", carolCookie)
+		via := 1 - p.podNode("carol")
+		resp := p.get(via, "/u/carol/api/events", carolCookie)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("events: %d", resp.StatusCode)
+		}
+		start := time.Now()
+		events := 0
+		sc := bufio.NewScanner(resp.Body)
+		for time.Since(start) < e2eSuspendBound+time.Second && sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data:") {
+				events++
+			}
+		}
+		resp.Body.Close()
+		closed := time.Now()
+		t.Logf("read %d events through %s for %v", events, p.nodes[via].name, closed.Sub(start).Round(time.Millisecond))
+		if n := modes.transitionsTo(agents.OperatingModeSuspended, start); n != 0 {
+			t.Fatalf("suspended %d times while its SSE stream through %s was open", n, p.nodes[via].name)
+		}
+		at := modes.waitFor(t, agents.OperatingModeSuspended, closed, 30*time.Second)
+		if lag := at.Sub(closed); lag > e2eSuspendBound {
+			t.Errorf("suspended %v after the stream closed, want at most %v", lag, e2eSuspendBound)
+		}
+	})
+
 	t.Run("WebSocket traffic through one node keeps it awake, silence does not", func(t *testing.T) {
-		// Known race (issue 7): with IDLE_TIMEOUT only 3 report intervals
-		// long, a report delayed or lost on a loaded machine (retry or
-		// forward during a handover) lets the leader suspend a sandbox whose
-		// WebSocket carries frames; seen once in about six runs. The fix is a
-		// sweeper that holds off while a node that reported the sandbox has
-		// gone quiet for more than an interval.
-		if os.Getenv("SANDGATE_RUN_KNOWN_RACES") == "" {
-			t.Skip("known report-delay race; set SANDGATE_RUN_KNOWN_RACES=1 to run")
-		}
-		if modes.last() != agents.OperatingModeRunning {
-			t.Fatal("sandbox not Running")
-		}
-		waitFor(t, 30*time.Second, "carol routable", func() bool {
-			e, err := p.nodes[0].idx.Lookup("carol")
-			return err == nil && e.Route.State == informer.StateReady
-		})
+		p.wake(t, "carol", carolCookie)
 		via := 1 - p.podNode("carol") // the node that hops
-		d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
-		hdr := http.Header{"Cookie": {cookie(carol.session)}, "Host": {testHost}, "Origin": {"http://" + testHost}}
-		c, _, err := d.DialContext(context.Background(), "ws://"+p.nodes[via].addr+"/u/carol/api/ws", hdr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := p.dialWS(t, via, "carol", carol.session)
 		start := time.Now()
 		busy := e2eSuspendBound + time.Second
 		for n := 0; time.Since(start) < busy; n++ {
@@ -181,14 +179,7 @@ func TestE2EIdle(t *testing.T) {
 			t.Fatalf("suspended %d times while its WebSocket through %s carried traffic", n, p.nodes[via].name)
 		}
 		silent := time.Now()
-		go func() { // drain until the socket closes
-			c.SetReadDeadline(time.Time{})
-			for {
-				if _, _, err := c.ReadMessage(); err != nil {
-					return
-				}
-			}
-		}()
+		drain(c)
 		at := modes.waitFor(t, agents.OperatingModeSuspended, silent, 30*time.Second)
 		lag := at.Sub(silent)
 		t.Logf("open, silent WebSocket: suspended %v after its last frame (bound %v)", lag.Round(time.Millisecond), e2eSuspendBound)
@@ -232,6 +223,69 @@ func TestE2EIdle(t *testing.T) {
 			t.Errorf("operating mode %q: a refused wake woke it", m)
 		}
 	})
+}
+
+// TestE2EIdleCountingOpenConnections runs the platform with
+// IDLE_COUNTS_OPEN_CONNECTIONS=true: an open WebSocket that carries nothing
+// keeps its sandbox awake until it closes.
+func TestE2EIdleCountingOpenConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	p := startPlatformWith(t, platformOptions{Idle: true, CountOpenConnections: true})
+	dave := p.signup(0, "dave")
+	modes := p.watchMode(p.sandboxOf("dave"))
+	via := 1 - p.podNode("dave")
+	c := p.dialWS(t, via, "dave", dave.session)
+	drain(c)
+	opened := time.Now()
+	time.Sleep(e2eSuspendBound + time.Second)
+	if n := modes.transitionsTo(agents.OperatingModeSuspended, opened); n != 0 {
+		t.Fatalf("suspended %d times while a WebSocket through %s was open", n, p.nodes[via].name)
+	}
+	c.Close()
+	closed := time.Now()
+	at := modes.waitFor(t, agents.OperatingModeSuspended, closed, 30*time.Second)
+	t.Logf("suspended %v after the WebSocket closed (bound %v)", at.Sub(closed).Round(time.Millisecond), e2eSuspendBound)
+	if lag := at.Sub(closed); lag > e2eSuspendBound {
+		t.Errorf("suspended %v after the WebSocket closed, want at most %v", lag, e2eSuspendBound)
+	}
+}
+
+// wake makes sure user's sandbox runs: a request through node 0 is held
+// until it is Ready.
+func (p *platform) wake(t *testing.T, user string, hdr map[string]string) {
+	t.Helper()
+	resp := p.get(0, "/u/"+user+"/api/echo", hdr)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK {
+		t.Fatalf("wake %s: %d %s", user, resp.StatusCode, body)
+	}
+}
+
+// dialWS opens user's app WebSocket through node i with session.
+func (p *platform) dialWS(t *testing.T, i int, user, session string) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	hdr := http.Header{"Cookie": {cookie(session)}, "Host": {testHost}, "Origin": {"http://" + testHost}}
+	c, _, err := d.DialContext(context.Background(), "ws://"+p.nodes[i].addr+"/u/"+user+"/api/ws", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// drain reads c in the background until it closes, so pings are answered
+// and close frames seen while the test sends nothing.
+func drain(c *websocket.Conn) {
+	go func() {
+		c.SetReadDeadline(time.Time{})
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
 }
 
 // sandboxOf returns the name of the Sandbox user's claim adopted.

@@ -29,6 +29,9 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	case routeNoUser:
 		p.fail(ctx, x, fmt.Errorf("%w: no such user path", ErrNotFound))
 		return
+	case routeEnter:
+		p.enter(ctx, x)
+		return
 	}
 	if !validHost(ctx.Host()) {
 		p.fail(ctx, x, fmt.Errorf("%w: host", ErrBadRequest))
@@ -37,6 +40,10 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 
 	id, entry, err := p.auth(ctx, x)
 	if err != nil {
+		if x.route.origin != "" && navigation(ctx, x) && errors.Is(err, ErrUnauthenticated) {
+			p.toMainOrigin(ctx, x, err)
+			return
+		}
 		p.fail(ctx, x, err)
 		return
 	}
@@ -80,7 +87,7 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 	peer := peerAddr(ctx)
 	x := &exchange{
 		start:  time.Now(),
-		route:  parseRoute(ctx.Request.Header.RequestURI()),
+		route:  p.routeOf(ctx),
 		method: string(ctx.Method()),
 		peer:   peer,
 		hopIn:  hop,

@@ -27,7 +27,7 @@ func (p *Proxy) handshake(ctx *fasthttp.RequestCtx, x *exchange, t target) (upst
 		PodUID:         t.pod.UID,
 		Container:      t.pod.Container,
 		Addr:           t.pod.Addr,
-		Host:           string(ctx.Host()),
+		Host:           p.appHost(ctx, x),
 		ForwardedFor:   x.fwd.xff,
 		ForwardedProto: x.fwd.proto,
 		ForwardedHost:  x.fwd.host,

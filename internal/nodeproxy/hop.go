@@ -25,11 +25,11 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		return
 	}
 	defer b.release()
-	uri := "http://" + t.peer + userPrefix + x.route.user + x.route.target
+	uri := "http://" + t.peer + x.route.prefix() + x.route.target
 	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) {
 		p.copyForHop(h, &ctx.Request.Header)
 		x.fwd.set(h)
-		setCredential(h.Set, id, p.opts.CookieName)
+		setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 		h.Set(hopHeader, p.hopValue)
 	})
 	if err != nil {

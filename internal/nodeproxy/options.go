@@ -18,6 +18,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // Defaults that New applies to zero Options fields.
@@ -41,6 +42,8 @@ const (
 	DefaultRetryAfter         = 2 * time.Second
 	DefaultRenewPath          = "/internal/v1/sessions/renew"
 	DefaultWakePath           = "/internal/v1/wake"
+	DefaultRedeemPath         = "/internal/v1/origin/redeem"
+	DefaultOriginCookieName   = "sandgate_origin"
 	DefaultWakeTimeout        = 60 * time.Second
 )
 
@@ -127,6 +130,24 @@ type Options struct {
 	// CookieMaxAge is how long a session lasts from login; an expired
 	// token older than that is not renewed.
 	CookieMaxAge time.Duration
+
+	// RoutingMode is path (agents under /u/<user>/) or subdomain (the
+	// agent of <user> on the Host <user>.<UserDomain>, everything else
+	// on other hosts to the auth API); empty means path.
+	RoutingMode userorigin.Mode
+	UserDomain  string
+	// PublicOrigin is the main origin (scheme://host[:port]) a browser is
+	// sent to when it reaches a user origin without an origin session.
+	// Required in subdomain routing.
+	PublicOrigin string
+	// OriginVerifier checks origin sessions offline (their own audience).
+	// Required in subdomain routing.
+	OriginVerifier Verifier
+	// OriginCookieName is the user origins' host-only session cookie;
+	// empty means sandgate_origin, __Host- prefixed with CookieSecure.
+	OriginCookieName string
+	// RedeemPath is the auth API's entry code endpoint.
+	RedeemPath string
 
 	// PeerPort is the port other nodes' proxies listen on.
 	PeerPort int
@@ -226,6 +247,25 @@ func (o Options) Validate() error {
 	if strings.HasPrefix(o.CookieName, "__Host-") && !o.CookieSecure {
 		bad("cookie name %q needs COOKIE_SECURE", o.CookieName)
 	}
+	if o.OriginCookieName != "" && (!validToken(o.OriginCookieName) || o.OriginCookieName == o.CookieName) {
+		bad("origin cookie name %q is not a cookie token distinct from the session cookie's", o.OriginCookieName)
+	}
+	if o.RedeemPath != "" && !strings.HasPrefix(o.RedeemPath, "/") {
+		bad("redeem path %q must start with /", o.RedeemPath)
+	}
+	if _, err := userorigin.ParseMode(string(o.RoutingMode)); err != nil {
+		bad("%v", err)
+	} else if o.RoutingMode == userorigin.Subdomain {
+		if err := userorigin.ValidateDomain(o.UserDomain); err != nil {
+			bad("%v", err)
+		}
+		if o.OriginVerifier == nil {
+			bad("origin session verifier is required in subdomain routing")
+		}
+		if u, err := url.Parse(o.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			bad("public origin %q must be http(s)://host[:port] in subdomain routing", o.PublicOrigin)
+		}
+	}
 	if o.PeerPort < 0 || o.PeerPort > 65535 {
 		bad("peer port %d outside 1-65535", o.PeerPort)
 	}
@@ -282,6 +322,17 @@ func (o Options) withDefaults() Options {
 			o.CookieName = DefaultSecureCookieName
 		}
 	}
+	if o.OriginCookieName == "" {
+		o.OriginCookieName = DefaultOriginCookieName
+		if o.CookieSecure {
+			o.OriginCookieName = "__Host-" + DefaultOriginCookieName
+		}
+	}
+	if o.RoutingMode == "" {
+		o.RoutingMode = userorigin.Path
+	}
+	o.PublicOrigin = strings.TrimSuffix(o.PublicOrigin, "/")
+	setS(&o.RedeemPath, DefaultRedeemPath)
 	setS(&o.RenewPath, DefaultRenewPath)
 	setS(&o.WakePath, DefaultWakePath)
 	setD(&o.WakeTimeout, DefaultWakeTimeout)

@@ -28,6 +28,7 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		p.policy.copyToApp(h, &ctx.Request.Header)
 		x.fwd.set(h)
 		h.Set("Cookie", up.cookie)
+		h.SetHost(up.target.Host)
 	}
 	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) { headers(h, up) })
 	if err == nil && resp.StatusCode() == fasthttp.StatusUnauthorized && b.complete() {
@@ -44,19 +45,20 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		p.fail(ctx, x, err)
 		return
 	}
-	p.respond(ctx, x, resp, respPolicy{locationPrefix: userPrefix + x.route.user})
+	p.respond(ctx, x, resp, respPolicy{locationPrefix: x.route.prefix()})
 }
 
 // roundTrip sends one request upstream and returns the response with its
-// body still streaming. The browser's Host is kept.
+// body still streaming. The browser's Host is kept unless headers sets
+// another.
 func (p *Proxy) roundTrip(ctx *fasthttp.RequestCtx, uri string, b *body, headers func(*fasthttp.RequestHeader)) (*fasthttp.Response, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.SetRequestURI(uri)
 	req.Header.SetMethodBytes(ctx.Method())
-	headers(&req.Header)
 	req.UseHostHeader = true
 	req.Header.SetHostBytes(ctx.Host())
+	headers(&req.Header)
 	b.attach(req)
 	resp := fasthttp.AcquireResponse()
 	start := time.Now()

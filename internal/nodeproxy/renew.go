@@ -49,31 +49,32 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// renewer asks the auth API for fresh session tokens, authenticating with
+// renewer asks the auth API for fresh session tokens, and in subdomain
+// routing redeems entry codes for origin sessions, authenticating with
 // this proxy's ServiceAccount token. Concurrent renewals of one token share
 // a call, and the result is remembered briefly.
 type renewer struct {
-	url        string
-	client     *http.Client
-	saToken    func() (string, error)
-	timeout    time.Duration
-	cookieName string
-	cookie     func(token string, maxAge int) string
-	m          *metrics
-	group      singleflight.Group
-	recent     *lru.Cache[string, renewal]
-	now        func() time.Time
+	url, redeemURL string
+	client         *http.Client
+	saToken        func() (string, error)
+	timeout        time.Duration
+	cookie         func(name, token string, maxAge int) string
+	m              *metrics
+	group          singleflight.Group
+	recent         *lru.Cache[string, renewal]
+	now            func() time.Time
 }
 
 func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
+	base := strings.TrimSuffix(o.AuthAPI, "/")
 	return &renewer{
-		url:        strings.TrimSuffix(o.AuthAPI, "/") + o.RenewPath,
-		client:     client,
-		saToken:    o.ServiceAccountToken,
-		timeout:    o.RenewTimeout,
-		cookieName: o.CookieName,
-		cookie: func(token string, maxAge int) string {
-			c := &http.Cookie{Name: o.CookieName, Value: token, Path: "/", MaxAge: maxAge, HttpOnly: true,
+		url:       base + o.RenewPath,
+		redeemURL: base + o.RedeemPath,
+		client:    client,
+		saToken:   o.ServiceAccountToken,
+		timeout:   o.RenewTimeout,
+		cookie: func(name, token string, maxAge int) string {
+			c := &http.Cookie{Name: name, Value: token, Path: "/", MaxAge: maxAge, HttpOnly: true,
 				Secure: o.CookieSecure, SameSite: http.SameSiteLaxMode}
 			return c.String()
 		},
@@ -83,14 +84,14 @@ func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
 	}
 }
 
-// renew returns a fresh token for the session token old. Errors never
-// contain either token.
-func (r *renewer) renew(old string) (renewal, error) {
+// renew returns a fresh token for the session token old, carried by the
+// cookie called cookieName. Errors never contain either token.
+func (r *renewer) renew(old, cookieName string) (renewal, error) {
 	if res, ok := r.recent.Get(old); ok && r.now().Before(res.until) {
 		return res, nil
 	}
 	v, err, _ := r.group.Do(old, func() (any, error) {
-		res, err := r.call(old)
+		res, err := r.call(r.url, map[string]string{"token": old}, cookieName)
 		switch {
 		case err == nil:
 			r.m.renewals.WithLabelValues(renewOK).Inc()
@@ -109,7 +110,14 @@ func (r *renewer) renew(old string) (renewal, error) {
 	return v.(renewal), nil
 }
 
-// renewReply is the auth API's answer to a renewal.
+// redeem trades an entry code brought to origin for an origin session,
+// carried by the cookie called cookieName. The auth API accepts each code
+// once.
+func (r *renewer) redeem(code, origin, cookieName string) (renewal, error) {
+	return r.call(r.redeemURL, map[string]string{"code": code, "origin": origin}, cookieName)
+}
+
+// renewReply is the auth API's answer to a renewal or a redemption.
 type renewReply struct {
 	Token     string `json:"token"`
 	User      string `json:"user"`
@@ -118,13 +126,13 @@ type renewReply struct {
 	SetCookie string `json:"set_cookie"`
 }
 
-func (r *renewer) call(old string) (renewal, error) {
+func (r *renewer) call(url string, in map[string]string, cookieName string) (renewal, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	body, _ := json.Marshal(map[string]string{"token": old}) // a string map always encodes
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	body, _ := json.Marshal(in) // a string map always encodes
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return renewal{}, fmt.Errorf("build renewal request: %w", err)
+		return renewal{}, fmt.Errorf("build auth API request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if r.saToken != nil {
@@ -136,26 +144,26 @@ func (r *renewer) call(old string) (renewal, error) {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return renewal{}, fmt.Errorf("%w: renewal call failed", ErrUpstream)
+		return renewal{}, fmt.Errorf("%w: auth API call failed", ErrUpstream)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRenewResponse))
 	if err != nil {
-		return renewal{}, fmt.Errorf("%w: read renewal response", ErrUpstream)
+		return renewal{}, fmt.Errorf("%w: read auth API response", ErrUpstream)
 	}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden:
+	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden, resp.StatusCode == http.StatusGone:
 		return renewal{}, fmt.Errorf("%w: status %d", errRenewRefused, resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:
-		return renewal{}, fmt.Errorf("%w: renewal status %d", ErrUpstream, resp.StatusCode)
+		return renewal{}, fmt.Errorf("%w: auth API status %d", ErrUpstream, resp.StatusCode)
 	}
 	var reply renewReply
 	if err := json.Unmarshal(data, &reply); err != nil || reply.Token == "" || !validCookieValue([]byte(reply.Token)) {
-		return renewal{}, fmt.Errorf("%w: malformed renewal response", ErrUpstream)
+		return renewal{}, fmt.Errorf("%w: malformed auth API response", ErrUpstream)
 	}
 	set := reply.SetCookie
-	if set == "" || !strings.HasPrefix(set, r.cookieName+"="+reply.Token) || !printable([]byte(set)) {
-		set = r.cookie(reply.Token, max(reply.MaxAge, 1))
+	if set == "" || !strings.HasPrefix(set, cookieName+"="+reply.Token) || !printable([]byte(set)) {
+		set = r.cookie(cookieName, reply.Token, max(reply.MaxAge, 1))
 	}
 	return renewal{token: reply.Token, setCookie: set}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // routeKind says where a request goes.
@@ -21,6 +22,9 @@ const (
 	routeBadPath
 	// routeNoUser: /u/<name>/ where name cannot be a user: 404.
 	routeNoUser
+	// routeEnter: the entry path on a user origin (subdomain routing),
+	// where an entry code becomes an origin session.
+	routeEnter
 )
 
 // String names the kind for metrics and logs.
@@ -34,6 +38,8 @@ func (k routeKind) String() string {
 		return "bad_path"
 	case routeNoUser:
 		return "no_user"
+	case routeEnter:
+		return "enter"
 	}
 	return "authapi"
 }
@@ -52,6 +58,18 @@ type route struct {
 	target string
 	// path is the request's path without the query, for the access log.
 	path string
+	// origin is scheme://host of the user origin the request reached in
+	// subdomain routing; empty in path routing.
+	origin string
+}
+
+// prefix is what the app's absolute paths sit under for the browser, and
+// what a hop puts before target: /u/<user>, or nothing on a user origin.
+func (r route) prefix() string {
+	if r.origin != "" {
+		return ""
+	}
+	return userPrefix + r.user
 }
 
 // parseRoute classifies a raw request target. It decides on the raw bytes
@@ -89,6 +107,25 @@ func parseRoute(uri []byte) route {
 		target += "?" + query
 	}
 	return route{kind: routeUser, user: user, target: target, path: path}
+}
+
+// parseOriginRoute classifies a raw request target on user's own origin
+// (subdomain routing): the whole path belongs to the user's app, except the
+// entry path. The same cleanliness rules as under /u/ apply.
+func parseOriginRoute(uri []byte, user, origin string) route {
+	s := string(uri)
+	if s == "" || s[0] != '/' {
+		return route{kind: routeBadPath, path: "-"}
+	}
+	path, query, _ := strings.Cut(s, "?")
+	if !cleanPath(path) || !cleanQuery(query) {
+		return route{kind: routeBadPath, path: "-"}
+	}
+	kind := routeUser
+	if path == userorigin.EnterPath {
+		kind = routeEnter
+	}
+	return route{kind: kind, user: user, target: s, path: path, origin: origin}
 }
 
 // cleanPath reports whether path (starting with '/') is already in the

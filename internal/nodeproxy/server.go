@@ -31,6 +31,7 @@ type Proxy struct {
 	client   *fasthttp.Client // pods, peers and the auth API
 	authBase string           // scheme://host[:port] of the auth API
 	hopValue string           // X-Sandgate-Hop value: this node's name
+	mainHost string           // host[:port] of PublicOrigin, the apps' Host on user origins
 
 	upgrader websocket.FastHTTPUpgrader
 	dialer   *websocket.Dialer
@@ -101,6 +102,9 @@ func New(o Options) (*Proxy, error) {
 			IdleConnTimeout:     30 * time.Second,
 			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		},
+	}
+	if u, err := url.Parse(o.PublicOrigin); err == nil {
+		p.mainHost = u.Host
 	}
 	p.renewer = newRenewer(o, m, authClient)
 	p.waker = newWaker(o, authClient)

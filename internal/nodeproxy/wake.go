@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,6 +42,9 @@ type waker struct {
 
 	mu     sync.Mutex
 	called map[string]time.Time // wake key -> when its call succeeded
+	// pending is len(called), so that requests to Ready sandboxes skip
+	// the lock while no wake is remembered.
+	pending atomic.Int32
 }
 
 func newWaker(o Options, client *http.Client) *waker {
@@ -86,16 +90,23 @@ func (w *waker) wake(ctx context.Context, user, sandbox string) error {
 			}
 		}
 		w.called[key] = w.now()
+		w.pending.Store(int32(len(w.called)))
 		return nil, nil
 	})
 	return err
 }
 
-// woke ends the wake of a sandbox the informer now sees Ready, so that its
-// next suspension is met by a new call.
+// woke ends the wakes of a user's sandbox the informer now sees Ready
+// (called before and after adoption), so that its next suspension is met
+// by a new call.
 func (w *waker) woke(user, sandbox string) {
+	if w.pending.Load() == 0 {
+		return
+	}
 	w.mu.Lock()
+	delete(w.called, wakeKey(user, ""))
 	delete(w.called, wakeKey(user, sandbox))
+	w.pending.Store(int32(len(w.called)))
 	w.mu.Unlock()
 }
 
@@ -130,7 +141,13 @@ func (w *waker) post(ctx context.Context, user string) error {
 // reports the Sandbox Ready, up to WakeTimeout. It returns e unchanged when
 // the sandbox is routable or wake-on-connect is off.
 func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Entry) (informer.Entry, error) {
-	if p.opts.Waiter == nil || (e.Route.State != informer.StateSuspended && e.Route.State != informer.StatePending) {
+	if p.opts.Waiter == nil {
+		return e, nil
+	}
+	if e.Route.State != informer.StateSuspended && e.Route.State != informer.StatePending {
+		if e.Route.State == informer.StateReady {
+			p.waker.woke(x.route.user, e.Route.Sandbox)
+		}
 		return e, nil
 	}
 	start := time.Now()

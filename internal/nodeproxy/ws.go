@@ -29,6 +29,7 @@ func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		h := p.policy.httpHeaderForApp(&ctx.Request.Header)
 		x.fwd.setHTTP(h)
 		h.Set("Cookie", up.cookie)
+		h.Set("Host", up.target.Host)
 		return p.dialUpstreamWS(ctx, "ws://"+up.target.Addr+x.route.target, h)
 	}
 	conn, resp, err := dial(up)
@@ -53,9 +54,9 @@ func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 func (p *Proxy) bridgeHop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
 	h := p.httpHeaderForHop(&ctx.Request.Header)
 	x.fwd.setHTTP(h)
-	setCredential(h.Set, id, p.opts.CookieName)
+	setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 	h.Set(hopHeader, p.hopValue)
-	conn, _, err := p.dialUpstreamWS(ctx, "ws://"+t.peer+userPrefix+x.route.user+x.route.target, h)
+	conn, _, err := p.dialUpstreamWS(ctx, "ws://"+t.peer+x.route.prefix()+x.route.target, h)
 	if err != nil {
 		p.fail(ctx, x, fmt.Errorf("%w: WebSocket hop: %s", ErrUpstream, wsDialFailure(err)))
 		return
@@ -63,9 +64,12 @@ func (p *Proxy) bridgeHop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t 
 	p.upgradeAndBridge(ctx, x, conn)
 }
 
-// dialUpstreamWS dials url with the browser's Host and subprotocols.
+// dialUpstreamWS dials url with the browser's subprotocols, and its Host
+// unless h names another.
 func (p *Proxy) dialUpstreamWS(ctx *fasthttp.RequestCtx, url string, h http.Header) (*websocket.Conn, *http.Response, error) {
-	h.Set("Host", string(ctx.Host()))
+	if h.Get("Host") == "" {
+		h.Set("Host", string(ctx.Host()))
+	}
 	if v := ctx.Request.Header.Peek("Sec-WebSocket-Protocol"); len(v) > 0 {
 		h.Set("Sec-WebSocket-Protocol", string(v))
 	}

@@ -21,7 +21,7 @@ type State struct {
 // concurrent use. Its memory is bounded by the live nodes' latest reports
 // plus one time per sandbox that Retain keeps.
 type Aggregator struct {
-	silentAfter time.Duration
+	lateAfter, silentAfter time.Duration
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -39,6 +39,7 @@ type work struct{ inFlight, webSockets int64 }
 // reportInterval.
 func NewAggregator(reportInterval time.Duration) *Aggregator {
 	return &Aggregator{
+		lateAfter:   reportInterval + reportInterval/2,
 		silentAfter: SilentIntervals * reportInterval,
 		nodes:       make(map[string]*nodeState), last: make(map[activity.Key]time.Time),
 	}
@@ -84,6 +85,21 @@ func (a *Aggregator) State(k activity.Key, now time.Time) State {
 		s.WebSockets += w.webSockets
 	}
 	return s
+}
+
+// Lagging names a node whose latest report is overdue (more than one and
+// a half intervals old) but which is not yet silent: its sandboxes may
+// have had traffic since, so idleness is unproven until it reports or
+// falls silent. It returns "" when every live node is current.
+func (a *Aggregator) Lagging(now time.Time) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for name, n := range a.nodes {
+		if age := now.Sub(n.received); age > a.lateAfter && age <= a.silentAfter {
+			return name
+		}
+	}
+	return ""
 }
 
 // Retain forgets the activity of sandboxes keep rejects (they are gone) and

@@ -48,23 +48,16 @@ func (s *Sweeper) loop(ctx context.Context, t *term) {
 // sweep applies the package's rules to every Sandbox in the cache.
 func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.Time) {
 	own := indexOwners(s.src.Claims())
-	live := make(map[activity.Key]bool)
-	defer func() {
-		for k := range st.seen {
-			if !live[k] {
-				delete(st.seen, k)
-			}
-		}
-		for k := range st.patched {
-			if !live[k] {
-				delete(st.patched, k)
-			}
-		}
-		s.agg.Retain(func(k activity.Key) bool { return live[k] }, now)
-	}()
-	for _, sb := range s.src.Sandboxes() {
+	sandboxes := s.src.Sandboxes()
+	live := make(map[activity.Key]bool, len(sandboxes))
+	for _, sb := range sandboxes {
+		live[activity.Key{Namespace: sb.Namespace, Name: sb.Name}] = true
+	}
+	defer st.retain(live)
+	defer s.agg.Retain(func(k activity.Key) bool { return live[k] }, now)
+	lagging := s.agg.Lagging(now)
+	for _, sb := range sandboxes {
 		k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
-		live[k] = true
 		if !running(sb) || !own.managed(sb) {
 			delete(st.seen, k)
 			delete(st.patched, k)
@@ -89,6 +82,10 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if now.Sub(last) < s.opts.IdleTimeout {
 			continue
 		}
+		if lagging != "" {
+			s.log.Debug("suspend held off until an overdue node reports", "sandbox", sb.Name, "node", lagging)
+			continue
+		}
 		until, ok := t.mayAct(time.Now())
 		if !ok {
 			return
@@ -96,6 +93,20 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if s.suspend(ctx, until, sb, now.Sub(last)) {
 			st.patched[k] = sb.ResourceVersion
 			delete(st.seen, k)
+		}
+	}
+}
+
+// retain forgets the sandboxes that are gone from the cache.
+func (st *sweepState) retain(live map[activity.Key]bool) {
+	for k := range st.seen {
+		if !live[k] {
+			delete(st.seen, k)
+		}
+	}
+	for k := range st.patched {
+		if !live[k] {
+			delete(st.patched, k)
 		}
 	}
 }

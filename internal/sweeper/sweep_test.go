@@ -394,3 +394,63 @@ func TestStaleCacheNotPatchedAgain(t *testing.T) {
 		}
 	})
 }
+
+func TestOverdueNodeHoldsOffSuspend(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// late is when node B's overdue report arrives, after its report at
+		// 9m40s; zero: never (B died).
+		late time.Duration
+		// traffic: the late report carries traffic from 10m01s.
+		traffic   bool
+		suspendBy time.Duration
+	}{
+		{"late report with traffic keeps it", 10*time.Minute + 8*time.Second, true, 0},
+		{"late report without traffic lets it go", 10*time.Minute + 8*time.Second, false, 10*time.Minute + 8*time.Second + 5*time.Second},
+		{"dead node delays the suspend until it counts as silent", 0, false, 10*time.Minute + 15*time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				f := newFakeCluster()
+				f.addClaim("dsh-bob", "pool-a", true)
+				o := testOptions()
+				s := newTestSweeper(t, o, f)
+				_, stop := startTerm(t, s)
+				defer stop()
+				a, b := newNode("node-a"), newNode("node-b")
+				a.touch("pool-a")
+				s.Observe(a.report())
+				var mu sync.Mutex
+				ctx, stopA := context.WithCancel(t.Context())
+				defer stopA()
+				go reportEvery(ctx, s, a, &mu, o.ReportInterval)
+				for d := time.Duration(0); d <= 9*time.Minute+40*time.Second; d += o.ReportInterval {
+					at(start, d)
+					s.Observe(b.report())
+				}
+				at(start, 10*time.Minute+5*time.Second)
+				expectPatches(t, f, "B overdue: idleness unproven")
+				if tt.late > 0 {
+					at(start, 10*time.Minute+time.Second)
+					if tt.traffic {
+						b.touch("pool-a")
+					}
+					at(start, tt.late)
+					s.Observe(b.report())
+				}
+				if tt.suspendBy == 0 {
+					at(start, 15*time.Minute)
+					expectPatches(t, f, "traffic in the late report")
+					return
+				}
+				at(start, tt.suspendBy-time.Second)
+				if tt.late == 0 {
+					expectPatches(t, f, "B not yet silent")
+				}
+				at(start, tt.suspendBy+o.SweepInterval)
+				expectPatches(t, f, "after the hold-off", "pool-a")
+			})
+		})
+	}
+}

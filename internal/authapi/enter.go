@@ -1,0 +1,130 @@
+package authapi
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/userorigin"
+)
+
+// ErrBadEntryCode reports an entry code that is forged, expired, used
+// before, or presented for another origin.
+var ErrBadEntryCode = errors.New("entry code refused")
+
+// handleUserPath is /u/<user>/... on the main host in subdomain routing:
+// the user's browser session mints a single-use entry code bound to the
+// user's origin and is sent there; the main session cookie itself never
+// leaves this host. Without a session the browser goes to the landing
+// page; a session of another user is refused.
+func (s *Server) handleUserPath(w http.ResponseWriter, r *http.Request) {
+	user := r.PathValue("user")
+	sess, err := s.readSession(w, r)
+	if err != nil {
+		if browser(r) {
+			seeOther(w, r, "/")
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	if sess.claims.User != user {
+		s.fail(w, r, ErrForbidden)
+		return
+	}
+	origin := userorigin.Origin(s.opts.CookieSecure, user, s.opts.UserDomain, r.Host)
+	id := make([]byte, 16)
+	rand.Read(id) // never fails: crypto/rand.Read aborts the program instead
+	code, _, err := s.keys.signAs(entryCode, jwt.Claims{
+		User: user, SessionID: sess.claims.SessionID, AuthTime: sess.claims.AuthTime, Epoch: sess.claims.Epoch,
+		Origin: origin, ID: base64.RawURLEncoding.EncodeToString(id),
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	next := strings.TrimPrefix(r.URL.EscapedPath(), "/u/"+user)
+	if r.URL.RawQuery != "" {
+		next += "?" + r.URL.RawQuery
+	}
+	q := url.Values{"code": {code}, "next": {userorigin.SafeNext(next)}}
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	seeOther(w, r, origin+userorigin.EnterPath+"?"+q.Encode())
+}
+
+// redeemRequest is the body of POST /internal/v1/origin/redeem: the code a
+// browser brought to a user origin, and that origin as the node proxy saw
+// it.
+type redeemRequest struct {
+	Code   string `json:"code"`
+	Origin string `json:"origin"`
+}
+
+// handleRedeem turns an entry code into an origin session, once: the code
+// must verify as an entry code, be unexpired, name the origin it was
+// brought to, belong to a session that is still usable, and not have been
+// redeemed before by any replica. The answer has the same shape as a
+// renewal's, with the origin's host-only cookie.
+func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
+	var req redeemRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRenewBody))
+	if err != nil {
+		s.fail(w, r, bodyError(err))
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.Code == "" || req.Origin == "" {
+		s.fail(w, r, badRequest("send {\"code\": \"<entry code>\", \"origin\": \"<origin>\"}"))
+		return
+	}
+	c, err := s.entryVerifier.Verify(req.Code)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%w: %w", ErrBadEntryCode, err)
+	case c.ID == "" || c.Origin != req.Origin:
+		err = fmt.Errorf("%w: minted for another origin", ErrBadEntryCode)
+	}
+	if err == nil {
+		_, _, err = s.usable(c)
+	}
+	if err == nil {
+		if err = s.claims.useEntryCode(r.Context(), c.User, c.ID, c.Expiry); errors.Is(err, errCodeUsed) {
+			err = fmt.Errorf("%w: %w", ErrBadEntryCode, err)
+		}
+	}
+	if err != nil {
+		s.opts.Metrics.Entries.WithLabelValues("refused").Inc()
+		s.fail(w, r, err)
+		return
+	}
+	tok, oc, err := s.keys.signAs(originSession, jwt.Claims{
+		User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch, Origin: c.Origin,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.opts.Metrics.Entries.WithLabelValues("ok").Inc()
+	s.log.Info("entered user origin", "user", c.User, "caller", Caller(r))
+	ck := s.originCookie(tok, oc)
+	writeJSON(w, http.StatusOK, renewResponse{
+		Token: tok, User: oc.User, ExpiresAt: oc.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
+	})
+}
+
+// originCookie carries an origin session on its user origin: host-only (no
+// Domain), so no other origin, sibling or parent, ever receives it.
+func (s *Server) originCookie(token string, c jwt.Claims) *http.Cookie {
+	left := c.AuthTime.Add(s.opts.CookieMaxAge).Sub(s.opts.Now())
+	return &http.Cookie{
+		Name: s.opts.OriginCookieName, Value: token, Path: "/",
+		MaxAge: max(int(left/time.Second), 1), HttpOnly: true, Secure: s.opts.CookieSecure, SameSite: http.SameSiteLaxMode,
+	}
+}

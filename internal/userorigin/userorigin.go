@@ -1,0 +1,109 @@
+package userorigin
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/sandgate/sandgate/internal/account"
+)
+
+// Mode is how agents are addressed: ROUTING_MODE.
+type Mode string
+
+// The routing modes.
+const (
+	// Path serves every agent under /u/<user>/ on the main host, as the
+	// seed does.
+	Path Mode = "path"
+	// Subdomain serves the agent of <user> at <user>.<USER_DOMAIN>, its
+	// own browser origin, and keeps the auth API on the main host.
+	Subdomain Mode = "subdomain"
+)
+
+// ParseMode reads ROUTING_MODE; empty means Path.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", Path:
+		return Path, nil
+	case Subdomain:
+		return Subdomain, nil
+	}
+	return "", fmt.Errorf("routing mode %q is neither %q nor %q", s, Path, Subdomain)
+}
+
+// EnterPath is where a user origin takes its entry code.
+const EnterPath = "/_sandgate/enter"
+
+// ValidateDomain checks USER_DOMAIN: a lower-case DNS name without port,
+// under which each user gets one label.
+func ValidateDomain(domain string) error {
+	if domain == "" {
+		return fmt.Errorf("user domain is required in %s routing", Subdomain)
+	}
+	if len(domain) > 200 || strings.HasPrefix(domain, ".") || strings.HasSuffix(domain, ".") || strings.Contains(domain, "..") {
+		return fmt.Errorf("user domain %q is not a DNS name", domain)
+	}
+	for _, c := range domain {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return fmt.Errorf("user domain %q is not a lower-case DNS name without port", domain)
+		}
+	}
+	return nil
+}
+
+// UserOf returns the user whose origin host (a Host header, with or
+// without port) names, or false when host is not <user>.<domain> for a
+// valid user name. Host names compare case-insensitively.
+func UserOf(host, domain string) (string, bool) {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(name)
+	label, ok := strings.CutSuffix(name, "."+domain)
+	if !ok || domain == "" || account.ValidateUser(label) != nil {
+		return "", false
+	}
+	return label, true
+}
+
+// Origin is the origin of user's agent, for a request that reached the
+// main host at mainHost: the same scheme and port, <user>.<domain>.
+func Origin(secure bool, user, domain, mainHost string) string {
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	host := user + "." + domain
+	if _, port, err := net.SplitHostPort(mainHost); err == nil && port != "" {
+		host = net.JoinHostPort(host, port)
+	}
+	return scheme + "://" + host
+}
+
+// RequestOrigin is scheme://host of a request that reached host.
+func RequestOrigin(secure bool, host string) string {
+	if secure {
+		return "https://" + strings.ToLower(host)
+	}
+	return "http://" + strings.ToLower(host)
+}
+
+// SafeNext returns next when it is a path on the same origin that is safe
+// to redirect to (absolute path, not scheme-relative, printable ASCII),
+// and "/" otherwise.
+func SafeNext(next string) string {
+	if next == "" || next[0] != '/' || len(next) > 4096 {
+		return "/"
+	}
+	if len(next) > 1 && (next[1] == '/' || next[1] == '\\') {
+		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' || c == '#' {
+			return "/"
+		}
+	}
+	return next
+}
