@@ -3,10 +3,15 @@ package browsertest
 import (
 	"context"
 	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // Generous bounds: the machine may have two busy cores, and a signup or a
@@ -39,10 +44,11 @@ func landingSignedIn(user string) string {
 //  3. log out (the agent path answers 401), log in again with the bearer
 //     token the landing page showed once;
 //  4. a second user, in a separate browser context, cannot reach the first
-//     user's path by typed URL;
+//     user's path by typed URL, nor by following a link on another site or
+//     on the gateway's own landing page;
+//  5. the agent, left idle, is suspended by the sweeper; opening it again
+//     shows the waking page, then the agent with its earlier conversation;
 //  6. recreate and delete from the landing page, with their confirmations.
-//
-// Flow 5 (idle suspend and wake) is not wired into the platform yet.
 func TestBrowserFlows(t *testing.T) {
 	chromiumPath(t) // skip (or fail under CI) before starting anything
 	dir := artifactsDir(t)
@@ -69,6 +75,7 @@ func TestBrowserFlows(t *testing.T) {
 			bob := newSession(t, browser, p, dir, "bob")
 			signupFlow(bob, "bob")
 			isolationFlow(bob, "alice")
+			linkIsolationFlow(bob, "alice")
 			alice.t = t
 			alice.do("alice still reaches her agent", agentTimeout, func(ctx context.Context) error {
 				if _, err := navigate(ctx, alice, "/u/alice/"); err != nil {
@@ -77,6 +84,7 @@ func TestBrowserFlows(t *testing.T) {
 				return until(ctx, "alice's agent", agentReady("alice"))
 			})
 		}},
+		{"5-suspend-wake", func(t *testing.T) { alice.t = t; suspendWakeFlow(alice, p, "alice") }},
 		{"6-recreate-delete", func(t *testing.T) { alice.t = t; recreateDeleteFlow(alice, "alice", bearer) }},
 	}
 	for _, f := range flows {
@@ -306,16 +314,146 @@ func isolationFlow(s *session, other string) {
 				return fmt.Errorf("%w: %s answered %d to another user, want an error", errUnexpected, path, code)
 			}
 			s.t.Logf("%s's typed URL %s: %d", s.name, path, code)
-			leaked, err := eval[bool](ctx, `!!document.querySelector('#status') || document.body.innerText.includes('remember this')`)
-			if err != nil {
-				return err
-			}
-			if leaked {
-				return fmt.Errorf("%w: %s showed the other user's agent", errUnexpected, path)
-			}
-			return nil
+			return notLeaked(ctx, path)
 		})
 	}
+}
+
+// linkIsolationFlow checks that s's user cannot open other's agent by
+// following a link: one on a page of another site and one on the gateway's
+// own landing page. The other site's link to the user's own agent opens
+// it, so the session cookie does go along on such a navigation.
+func linkIsolationFlow(s *session, other string) {
+	s.t.Helper()
+	path := "/u/" + other + "/"
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>elsewhere</title>
+<p><a id="other-agent" href="%s">%s's agent</a></p>
+<p><a id="own-agent" href="%s">%s's agent</a></p>`,
+			html.EscapeString(s.url(path)), html.EscapeString(other),
+			html.EscapeString(s.url("/u/"+s.name+"/")), html.EscapeString(s.name))
+	}))
+	s.t.Cleanup(site.Close)
+	openSite := func(ctx context.Context) error {
+		if _, err := chromedp.RunResponse(ctx, chromedp.Navigate(site.URL)); err != nil {
+			return fmt.Errorf("navigate to the other site: %w", err)
+		}
+		return until(ctx, "the links", `document.querySelector('#other-agent') && document.querySelector('#own-agent')`)
+	}
+	s.do("links on another site", stepTimeout, openSite)
+	s.do("followed the other site's link", stepTimeout, func(ctx context.Context) error {
+		return followDenied(ctx, s, "#other-agent", path)
+	})
+	s.do("own agent by the other site's link", agentTimeout, func(ctx context.Context) error {
+		if err := openSite(ctx); err != nil {
+			return err
+		}
+		if err := click(ctx, "#own-agent"); err != nil {
+			return err
+		}
+		return until(ctx, s.name+"'s own agent", agentReady(s.name))
+	})
+	s.do("link on the landing page", stepTimeout, func(ctx context.Context) error {
+		if _, err := navigate(ctx, s, "/"); err != nil {
+			return err
+		}
+		if err := until(ctx, "the signed-in landing page", landingSignedIn(s.name)); err != nil {
+			return err
+		}
+		link := fmt.Sprintf(`<p><a id="other-agent" href="%s">%s's agent</a></p>`, html.EscapeString(path), html.EscapeString(other))
+		_, err := eval[bool](ctx, fmt.Sprintf(`document.querySelector('main').insertAdjacentHTML('beforeend', %q), true`, link))
+		return err
+	})
+	s.do("followed the landing page's link", stepTimeout, func(ctx context.Context) error {
+		return followDenied(ctx, s, "#other-agent", path)
+	})
+}
+
+// followDenied clicks the link sel to path and checks that the gateway
+// refused it without showing another user's agent.
+func followDenied(ctx context.Context, s *session, sel, path string) error {
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", sel, err)
+	}
+	at, err := eval[string](ctx, `location.href`)
+	if err != nil {
+		return err
+	}
+	if at != s.url(path) {
+		return fmt.Errorf("%w: the link led to %s, not to %s", errUnexpected, at, s.url(path))
+	}
+	if resp.Status < 400 {
+		return fmt.Errorf("%w: %s answered %d to another user's link, want an error", errUnexpected, path, resp.Status)
+	}
+	s.t.Logf("%s followed a link to %s: %d", s.name, path, resp.Status)
+	return notLeaked(ctx, path)
+}
+
+// notLeaked checks that the page shows nothing of another user's agent.
+func notLeaked(ctx context.Context, path string) error {
+	leaked, err := eval[bool](ctx, `!!document.querySelector('#status') || document.body.innerText.includes('remember this')`)
+	if err != nil {
+		return err
+	}
+	if leaked {
+		return fmt.Errorf("%w: %s showed the other user's agent", errUnexpected, path)
+	}
+	return nil
+}
+
+// suspendWakeFlow posts a message, leaves the agent idle until the sweeper
+// suspends it, and opens it again: the waking page, then the agent with
+// the whole conversation, from before and during this flow.
+func suspendWakeFlow(s *session, p *platform, user string) {
+	s.t.Helper()
+	msg := "before the nap, " + user
+	s.do("message posted before the suspend", agentTimeout, func(ctx context.Context) error {
+		if _, err := navigate(ctx, s, "/u/"+user+"/"); err != nil {
+			return err
+		}
+		if err := until(ctx, "the agent", agentReady(user)); err != nil {
+			return err
+		}
+		if err := typeInto(ctx, "#message-text", msg); err != nil {
+			return err
+		}
+		if err := click(ctx, "#message-send"); err != nil {
+			return err
+		}
+		return until(ctx, "the message in the conversation", fmt.Sprintf(`document.querySelector('#conversation').textContent.includes(%q)`, msg))
+	})
+	// The agent page's streams are requests in flight, which keep the
+	// sandbox awake: leave it.
+	s.do("agent left", stepTimeout, func(ctx context.Context) error {
+		if _, err := navigate(ctx, s, "/"); err != nil {
+			return err
+		}
+		return until(ctx, "the landing page", landingSignedIn(user))
+	})
+	// The sweeper runs only until the suspend: left running, it could
+	// suspend the woken agent again before the waking page's next reload.
+	stop := p.sweep(s.t)
+	s.do("agent suspended while idle", agentTimeout, func(ctx context.Context) error {
+		return p.waitSuspended(ctx, user)
+	})
+	stop()
+	s.do("waking page", stepTimeout, func(ctx context.Context) error {
+		code, err := navigate(ctx, s, "/u/"+user+"/")
+		if err != nil {
+			return err
+		}
+		if code != 503 {
+			return fmt.Errorf("%w: the suspended agent answered %d, want 503 with the waking page", errUnexpected, code)
+		}
+		return until(ctx, "the waking page", `document.title === 'Waking your agent' && document.querySelector('meta[http-equiv="refresh"]')`)
+	})
+	s.do("agent woken with its conversation", agentTimeout, func(ctx context.Context) error {
+		return until(ctx, "the woken agent with the earlier messages", agentReady(user)+fmt.Sprintf(
+			` && document.querySelector('#conversation').textContent.includes(%q) && document.querySelector('#conversation').textContent.includes(%q)`,
+			"remember this, "+user, msg))
+	})
 }
 
 // recreateDeleteFlow recreates user's workspace and then deletes the

@@ -9,13 +9,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/handshake"
@@ -23,7 +27,10 @@ import (
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // gatewayHost is the public host name the browser uses; Chromium maps it
@@ -37,21 +44,39 @@ const sessionTTL = 3 * time.Second
 // verifierLeeway is the node proxies' clock leeway on token expiry.
 const verifierLeeway = time.Second
 
+// Idle suspend and wake timings. The sweeper runs only while a flow asks
+// for it (platform.sweep), so the short idle timeout cannot suspend an
+// agent in the middle of another flow. A resume takes well over the node
+// proxies' wake timeout, so a navigation to a woken agent is answered with
+// the waking page before the agent opens.
+const (
+	idleTimeout    = 3 * time.Second
+	reportInterval = time.Second
+	wakeTimeout    = 2 * time.Second
+	resumeDelay    = 10 * time.Second
+)
+
 // platform is the full local platform, as internal/nodeproxy's end-to-end
-// tests build it: the simulated cluster (a warm pool of two), the auth API,
-// and one node proxy per simulated node running as the nodeproxy
-// ServiceAccount with its read-only RBAC.
+// tests build it: the simulated cluster (a warm pool of two), the auth API
+// with its idle sweeper, and one node proxy per simulated node running as
+// the nodeproxy ServiceAccount with its read-only RBAC, reporting activity
+// and waking suspended sandboxes.
 type platform struct {
-	t     *testing.T
-	ns    string
-	kube  kubernetes.Interface
-	nodes []*platformNode
-	logs  *syncBuffer
+	t       *testing.T
+	ns      string
+	kube    kubernetes.Interface
+	sb      *sandboxapi.Client
+	sweeper *sweeper.Sweeper
+	nodes   []*platformNode
+	logs    *syncBuffer
 }
 
+// platformNode is one node's proxy and the informer index it routes and
+// holds requests with.
 type platformNode struct {
 	name string
 	addr string // host:port on 127.0.1.<n>
+	idx  *informer.Index
 	px   *nodeproxy.Proxy
 	reg  *prometheus.Registry
 }
@@ -74,19 +99,38 @@ func (s *syncBuffer) Bytes() []byte {
 	return bytes.Clone(s.b.Bytes())
 }
 
+// startPlatform starts the platform with the sweeper stopped (see sweep);
+// everything stops when t ends.
 func startPlatform(t *testing.T) *platform {
 	t.Helper()
 	cp := controlPlane(t)
 	ctx := context.Background()
-	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: gatewayHost})
-	p := &platform{t: t, ns: sim.NS, kube: sim.Core, logs: &syncBuffer{}}
+	sim := simtest.Start(t, cp, simtest.Options{
+		Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay},
+	})
+	p := &platform{t: t, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
+	authLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	authURL := "http://" + authLn.Addr().String()
+	if p.sweeper, err = sweeper.New(sweeper.Options{
+		Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
+		Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity("authapi-0", authLn.Addr().String()),
+		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+		IdleTimeout: idleTimeout, ReportInterval: reportInterval,
+		Logger: logger.With("process", "authapi"),
+	}); err != nil {
+		t.Fatal(err)
+	}
 	auth, err := authapi.New(authapi.Options{
-		Kube: p.kube, Sandboxes: sim.SB, Namespace: p.ns, WarmPool: "dsh-pool",
+		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
 		SessionTTL: sessionTTL, WakeTimeout: 30 * time.Second, TokenReviewCacheTTL: time.Second,
 		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
 		TrustedProxies:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Activity:               p.sweeper,
 		Logger:                 logger.With("process", "authapi"),
 	})
 	if err != nil {
@@ -95,14 +139,9 @@ func startPlatform(t *testing.T) *platform {
 	authCtx, stopAuth := context.WithCancel(ctx)
 	authDone := make(chan error, 1)
 	go func() { authDone <- auth.Run(authCtx) }()
-	authLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	authSrv := &http.Server{Handler: auth.Handler()}
 	go authSrv.Serve(authLn)
 	t.Cleanup(func() { authSrv.Close(); stopAuth(); <-authDone })
-	authURL := "http://" + authLn.Addr().String()
 	waitFor(t, 60*time.Second, "auth API ready", auth.Ready)
 
 	clustertest.GrantNodeProxy(t, p.kube, p.ns)
@@ -112,6 +151,10 @@ func startPlatform(t *testing.T) *platform {
 	}
 	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
 	if err != nil {
+		t.Fatal(err)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -167,25 +210,35 @@ func startPlatform(t *testing.T) *platform {
 			t.Fatal(err)
 		}
 		handshakers = append(handshakers, hs)
-		idx, err := informer.New(informer.Options{
+		if n.idx, err = informer.New(informer.Options{
 			Namespace: p.ns, NodeName: n.name,
 			Claims: sb.SandboxClaims(p.ns), Sandboxes: sb.Sandboxes(p.ns),
 			Pods: kube.CoreV1().Pods(p.ns), Nodes: kube.CoreV1().Nodes(),
 			OnPodGone: hs.ForgetPod, OnUserGone: hs.ForgetUser,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		tracker := activity.New(activity.Options{Quiet: reportInterval})
+		rep, err := activity.NewReporter(activity.ReporterOptions{
+			Tracker: tracker, Node: n.name, URL: authURL + "/internal/v1/activity",
+			TokenFile: tokenFile, Interval: reportInterval,
+			Logger: logger.With("process", n.name), Registerer: n.reg,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n.px, err = nodeproxy.New(nodeproxy.Options{
-			NodeName: n.name, Directory: idx, Verifier: ver, Handshaker: hs, Peers: idx,
-			ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
+			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: hs, Peers: n.idx,
+			ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: n.idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
 			AuthAPI:     authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
 			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
 			RenewTimeout: 15 * time.Second, DrainTimeout: 2 * time.Second,
+			Waiter: n.idx, WakeTimeout: wakeTimeout, Activity: tracker, Namespace: p.ns,
 		}); err != nil {
 			t.Fatal(err)
 		}
-		run(func() error { return idx.Run(runCtx) })
+		run(func() error { return rep.Run(runCtx) })
+		run(func() error { return n.idx.Run(runCtx) })
 		run(func() error { return n.px.Serve(runCtx, ln) })
 		p.nodes = append(p.nodes, n)
 	}
@@ -198,6 +251,65 @@ func startPlatform(t *testing.T) *platform {
 		})
 	}
 	return p
+}
+
+// sweep runs the auth API's sweeper, which then leads (it is the only
+// replica) and suspends every agent idle for idleTimeout, until t ends or
+// stop is called; stop may be called more than once. A platform's sweeper
+// runs once: call sweep at most once.
+func (p *platform) sweep(t *testing.T) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.sweeper.Run(ctx) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("sweeper: %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitSuspended waits until user's Sandbox is suspended with its pod gone
+// and every node proxy's caches see it suspended, or ctx ends.
+func (p *platform) waitSuspended(ctx context.Context, user string) error {
+	for {
+		missing := p.suspendMissing(ctx, user)
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s's agent to be suspended: %w (%s)", user, ctx.Err(), missing)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// suspendMissing says what is still missing for user's agent to count as
+// suspended, or "" once nothing is.
+func (p *platform) suspendMissing(ctx context.Context, user string) string {
+	var name string
+	for _, n := range p.nodes {
+		e, err := n.idx.Lookup(user)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", n.name, err)
+		}
+		if e.Route.State != informer.StateSuspended {
+			return fmt.Sprintf("%s sees the sandbox %s", n.name, e.Route.State)
+		}
+		name = e.Route.Sandbox
+	}
+	sb, err := p.sb.Sandboxes(p.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	if c := simtest.Condition(sb.Status.Conditions, agents.ConditionSuspended); c.Status != metav1.ConditionTrue {
+		return fmt.Sprintf("Sandbox %s has Suspended=%q (%s)", name, c.Status, c.Reason)
+	}
+	return ""
 }
 
 // renewals sums the node proxies' successful session renewals.

@@ -15,7 +15,10 @@
 //     a path prefix;
 //   - it serves an SSE stream, a WebSocket, a request echo, workspace file
 //     upload and download, and a conversation log kept in the data directory
-//     so that state visibly survives suspend and resume.
+//     so that state visibly survives suspend and resume;
+//   - it renders workspace files as pages under /view/, as an agent shows
+//     the HTML it generated, scripts included: the hostile page the
+//     gateway's origin isolation is tested against.
 package agentapp
 
 import (
@@ -190,6 +193,7 @@ func (a *App) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/messages", a.postMessage)
 	mux.HandleFunc("GET /api/files/{name...}", a.downloadFile)
 	mux.HandleFunc("PUT /api/files/{name...}", a.uploadFile)
+	mux.HandleFunc("GET /view/{name...}", a.viewFile)
 	return mux
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"os"
 	"path"
@@ -100,6 +101,27 @@ func (a *App) downloadFile(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, "", info.ModTime(), f)
+}
+
+// viewFile answers GET /view/<name> with a workspace file rendered by the
+// browser (text/html for .html, else by extension), scripts and all.
+func (a *App) viewFile(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !validFileName(name) {
+		http.Error(w, "invalid file name", http.StatusBadRequest)
+		return
+	}
+	data, err := a.workspace.ReadFile(name)
+	if err != nil {
+		a.fileError(w, "read file", err)
+		return
+	}
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "text/plain; charset=utf-8"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Write(data)
 }
 
 // fileError answers a failed workspace operation: 404 for a missing file,

@@ -170,3 +170,19 @@ func FuzzValidFileName(f *testing.F) {
 		}
 	})
 }
+
+func TestViewRendersWorkspacePages(t *testing.T) {
+	ta := startApp(t, Defaults())
+	cookie := ta.login()
+	page := `<!doctype html><script>document.title = "ran"</script>`
+	ta.do(http.MethodPut, "/api/files/out/page.html", strings.NewReader(page), cookie, nil)
+	resp := ta.get("/view/out/page.html", cookie)
+	if resp.StatusCode != http.StatusOK || resp.body != page || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("view: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.body)
+	}
+	for target, want := range map[string]int{"/view/missing.html": http.StatusNotFound, "/view/out/..%2f..%2fconversation.jsonl": http.StatusBadRequest} {
+		if resp := ta.get(target, cookie); resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", target, resp.StatusCode, want)
+		}
+	}
+}
