@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sim/cluster"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // waitForPools waits until every warm pool in the namespace reports all its
@@ -90,6 +91,15 @@ Tour:
        %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
 `, cfg.nodes, cfg.authReplicas, kubeconfig, k, first, authCM["CLAIM_PREFIX"], first, first, p.entries[len(p.entries)-1].url, k,
 		demoIdleTimeout, demoReportInterval, k, k)
+	if cfg.routingMode == string(userorigin.Subdomain) {
+		fmt.Fprintf(w, `
+Subdomain routing: /u/<user>/ on the main origin sends the browser, with a
+single-use entry code, to the agent's own origin http://<user>.%s:<port>/,
+where a host-only cookie holds its session; the main session cookie never
+goes there. Browsers resolve *.localhost to loopback; for curl add
+--resolve <user>.%s:<port>:127.0.0.1.
+`, cfg.userDomain, cfg.userDomain)
+	}
 	fmt.Fprintln(w, "\nProcesses and their logs:")
 	for _, proc := range p.procs {
 		fmt.Fprintf(w, "  %-18s pid %-7d %s\n", proc.Name(), proc.Pid(), proc.LogPath())

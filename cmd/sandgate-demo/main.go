@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/userorigin"
 	"github.com/sandgate/sandgate/internal/sim/cluster"
 	"github.com/sandgate/sandgate/internal/sim/controller"
 )
@@ -57,6 +58,8 @@ type config struct {
 	authReplicas int
 	httpHost     string
 	httpPort     int // the first node's entry port; node i serves on httpPort+i
+	routingMode  string
+	userDomain   string // parent of the user origins in subdomain routing
 	tempParent   string
 	delays       controller.Delays
 	logMaxSize   int64
@@ -78,6 +81,8 @@ func defaults(getenv func(string) string) config {
 		authReplicas: 2,
 		httpHost:     "127.0.0.1",
 		httpPort:     8080,
+		routingMode:  string(userorigin.Path),
+		userDomain:   "localhost",
 		delays:       controller.Delays{WarmAdoption: time.Second, ColdStart: 3 * time.Second, Resume: 2 * time.Second},
 		logMaxSize:   10 << 20,
 		logLevel:     slog.LevelWarn,
@@ -106,6 +111,13 @@ func (c config) validate() error {
 	}
 	if c.httpPort < 1 || c.httpPort+c.nodes > 65536 {
 		errs = append(errs, fmt.Errorf("--http-port %d leaves no room for %d nodes", c.httpPort, c.nodes))
+	}
+	if m, err := userorigin.ParseMode(c.routingMode); err != nil {
+		errs = append(errs, fmt.Errorf("--routing-mode: %w", err))
+	} else if m == userorigin.Subdomain {
+		if err := userorigin.ValidateDomain(c.userDomain); err != nil {
+			errs = append(errs, fmt.Errorf("--user-domain: %w", err))
+		}
 	}
 	if c.httpHost == "" {
 		errs = append(errs, errors.New("--http-host is empty"))
@@ -151,6 +163,8 @@ Flags:
 	fs.IntVar(&c.authReplicas, "authapi-replicas", c.authReplicas, "number of auth API processes")
 	fs.StringVar(&c.httpHost, "http-host", c.httpHost, "address the node proxies' entry ports listen on")
 	fs.IntVar(&c.httpPort, "http-port", c.httpPort, "entry port of the first node; the others follow it")
+	fs.StringVar(&c.routingMode, "routing-mode", c.routingMode, "path (agents under /u/<user>/) or subdomain (each agent on http://<user>.<user-domain>:<port>/, the main origin on localhost)")
+	fs.StringVar(&c.userDomain, "user-domain", c.userDomain, "parent domain of the user origins in subdomain routing; browsers resolve *.localhost to loopback")
 	fs.StringVar(&c.tempParent, "tmp", c.tempParent, "parent of the demo's temporary directory (default: system temp dir)")
 	fs.DurationVar(&c.delays.WarmAdoption, "warm-delay", c.delays.WarmAdoption, "simulated time to adopt a warm spare")
 	fs.DurationVar(&c.delays.ColdStart, "cold-delay", c.delays.ColdStart, "simulated time to start a new sandbox's pod")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // The ConfigMaps of manifests/authapi and manifests/daemonset.
@@ -35,13 +36,38 @@ const loopbackProxies = "127.0.0.0/8"
 // authapiRun is what one auth API replica needs besides its ConfigMap.
 type authapiRun struct {
 	pod, listen, ops, kubeconfig string
+	routing                      routing
 }
+
+// routing is the demo's ROUTING_MODE and, in subdomain routing, the user
+// origins' parent domain and the main origin a node proxy sends browsers
+// back to.
+type routing struct {
+	mode, userDomain, publicOrigin string
+}
+
+// env is the routing's variables; path routing needs none.
+func (r routing) env(publicOrigin bool) map[string]string {
+	if r.mode != string(userorigin.Subdomain) {
+		return nil
+	}
+	out := map[string]string{"ROUTING_MODE": r.mode, "USER_DOMAIN": r.userDomain}
+	if publicOrigin {
+		out["PUBLIC_ORIGIN"] = r.publicOrigin
+	}
+	return out
+}
+
+// subdomainMainHost is the main origin's host name in a subdomain demo:
+// browsers resolve it, like *.localhost, to loopback.
+const subdomainMainHost = "localhost"
 
 // nodeRun is what one node's proxy needs besides its ConfigMap.
 type nodeRun struct {
 	node, listen, ops, logRoot string
 	kubeconfig, tokenFile      string
 	authURL                    string
+	routing                    routing
 }
 
 // The demo's idle-suspend timings: short enough to watch a sandbox suspend
@@ -72,7 +98,7 @@ func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []st
 	if cm["NAMESPACE"] != namespace {
 		over["INTERNAL_ALLOWED_SERVICE_ACCOUNTS"] = "system:serviceaccount:" + namespace + ":nodeproxy"
 	}
-	return environ(base, cm, over)
+	return environ(base, cm, over, r.routing.env(false))
 }
 
 // nodeproxyEnv is a node proxy's environment: the ConfigMap as the
@@ -95,7 +121,7 @@ func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []str
 		"ALLOW_INSECURE_COOKIES": "1",
 		"TRUSTED_PROXIES":        loopbackProxies,
 		"REPORT_INTERVAL":        demoReportInterval,
-	})
+	}, n.routing.env(true))
 }
 
 // environ merges layers of variables, later ones winning, into a sorted
@@ -314,7 +340,8 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 		if err != nil {
 			return nil, err
 		}
-		r := authapiRun{pod: fmt.Sprintf("authapi-%d", i), listen: listen, ops: ops, kubeconfig: kubeconfigs["authapi"]}
+		r := authapiRun{pod: fmt.Sprintf("authapi-%d", i), listen: listen, ops: ops, kubeconfig: kubeconfigs["authapi"],
+			routing: routing{mode: pc.cfg.routingMode, userDomain: pc.cfg.userDomain}}
 		proc, err := controlplane.StartProcess(r.pod, procDir, pc.authapi, authapiEnv(base, pc.authCM, ns, r))
 		if err != nil {
 			return nil, err
@@ -354,6 +381,8 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 			node: node, listen: net.JoinHostPort(ips[i], strconv.Itoa(port)), ops: ops,
 			logRoot: pc.logRoot(node), kubeconfig: kubeconfigs["nodeproxy"], tokenFile: tokenFile,
 			authURL: "http://" + svc.addr(),
+			routing: routing{mode: pc.cfg.routingMode, userDomain: pc.cfg.userDomain,
+				publicOrigin: "http://" + net.JoinHostPort(subdomainMainHost, strconv.Itoa(pc.cfg.httpPort+i))},
 		}
 		proc, err := controlplane.StartProcess("nodeproxy-"+node, procDir, pc.nodeproxy, nodeproxyEnv(base, pc.nodeCM, ns, n))
 		if err != nil {
@@ -367,7 +396,11 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 			return nil, fmt.Errorf("entry port for %s: %w", node, err)
 		}
 		p.forwarders = append(p.forwarders, fwd)
-		p.entries = append(p.entries, entry{node: node, url: "http://" + fwd.addr() + "/"})
+		url := "http://" + fwd.addr() + "/"
+		if n.routing.mode == string(userorigin.Subdomain) {
+			url = n.routing.publicOrigin + "/"
+		}
+		p.entries = append(p.entries, entry{node: node, url: url})
 	}
 	for _, w := range waits {
 		if err := waitReady(ctx, w.proc, w.ops, pc.cfg.readyTimeout, log); err != nil {

@@ -147,4 +147,19 @@ func TestPlatformEnv(t *testing.T) {
 	if _, ok := n["PEER_PORT"]; ok {
 		t.Error("PEER_PORT set: node proxies must default it to their shared listen port")
 	}
+	if _, ok := n["ROUTING_MODE"]; ok {
+		t.Error("ROUTING_MODE set in path routing")
+	}
+
+	sub := routing{mode: "subdomain", userDomain: "localhost", publicOrigin: "http://localhost:8081"}
+	sa := envMap(t, authapiEnv(base, authCM, "sandgate", authapiRun{routing: sub}))
+	sn := envMap(t, nodeproxyEnv(base, nodeCM, "sandgate", nodeRun{routing: sub}))
+	for k, want := range map[string]string{"ROUTING_MODE": "subdomain", "USER_DOMAIN": "localhost"} {
+		if sa[k] != want || sn[k] != want {
+			t.Errorf("subdomain routing: authapi %s=%q, nodeproxy %s=%q, want %q", k, sa[k], k, sn[k], want)
+		}
+	}
+	if sn["PUBLIC_ORIGIN"] != "http://localhost:8081" || sa["PUBLIC_ORIGIN"] != "" {
+		t.Errorf("PUBLIC_ORIGIN: nodeproxy %q, authapi %q", sn["PUBLIC_ORIGIN"], sa["PUBLIC_ORIGIN"])
+	}
 }
