@@ -160,3 +160,46 @@ func FuzzRoute(f *testing.F) {
 		checkRouteInvariants(t, uri, parseRoute([]byte(uri)))
 	})
 }
+
+func TestParseOriginRoute(t *testing.T) {
+	const origin = "https://alice.u.example.test"
+	for _, tt := range []struct {
+		uri    string
+		kind   routeKind
+		target string
+	}{
+		{"/", routeUser, "/"},
+		{"/api/echo?x=1", routeUser, "/api/echo?x=1"},
+		{"/u/bob/", routeUser, "/u/bob/"},
+		{"/_sandgate/enter?code=c&next=/", routeEnter, "/_sandgate/enter?code=c&next=/"},
+		{"/_sandgate/enter/", routeUser, "/_sandgate/enter/"},
+		{"/a/../_sandgate/enter", routeBadPath, ""},
+		{"/a/%2e%2e/b", routeBadPath, ""},
+		{"//evil.test/", routeBadPath, ""},
+		{"/a\\b", routeBadPath, ""},
+		{"*", routeBadPath, ""},
+		{"http://alice.u.example.test/", routeBadPath, ""},
+	} {
+		r := parseOriginRoute([]byte(tt.uri), "alice", origin)
+		if r.kind != tt.kind || (tt.target != "" && (r.target != tt.target || r.user != "alice" || r.origin != origin || r.prefix() != "")) {
+			t.Errorf("parseOriginRoute(%q) = %+v, want %v with target %q", tt.uri, r, tt.kind, tt.target)
+		}
+	}
+}
+
+func FuzzOriginRoute(f *testing.F) {
+	for _, s := range []string{"/", "/api/x?y", "/_sandgate/enter?code=x", "/../", "//x", "/%2f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		r := parseOriginRoute([]byte(uri), "alice", "https://alice.u.example.test")
+		if r.kind != routeUser && r.kind != routeEnter {
+			return
+		}
+		path, _, _ := strings.Cut(r.target, "?")
+		if r.target != uri || r.user != "alice" || !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "//") ||
+			strings.Contains(path, "/../") || strings.HasSuffix(path, "/..") || strings.Contains(strings.ToLower(path), "%2f") {
+			t.Fatalf("parseOriginRoute(%q) = %+v", uri, r)
+		}
+	})
+}
