@@ -34,9 +34,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/userorigin"
 	"github.com/sandgate/sandgate/internal/sim/cluster"
 	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 func main() {
