@@ -60,6 +60,21 @@ func (s *Server) handleUserPath(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, r, origin+userorigin.EnterPath+"?"+q.Encode())
 }
 
+// formTargets are the origins the landing page's forms may end on besides
+// its own: in subdomain routing, signup, login and recreate redirect
+// through /u/<user>/ to the user's origin, and browsers hold a form's
+// redirects to form-action too.
+func (s *Server) formTargets() []string {
+	if s.opts.RoutingMode != userorigin.Subdomain {
+		return nil
+	}
+	scheme := "http"
+	if s.opts.CookieSecure {
+		scheme = "https"
+	}
+	return []string{scheme + "://*." + s.opts.UserDomain + ":*"}
+}
+
 // redeemRequest is the body of POST /internal/v1/origin/redeem: the code a
 // browser brought to a user origin, and that origin as the node proxy saw
 // it.

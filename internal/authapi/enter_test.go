@@ -105,6 +105,10 @@ func TestEntryRules(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(in.http.URL, "http://"))
 	origin := "http://alice.u.example.test:" + port
 
+	resp, _ := in.do(t, req{method: "GET", path: "/"})
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self' http://*.u.example.test:*;") {
+		t.Errorf("landing CSP %q: signup, login and recreate end on the user origin, so form-action must admit it", csp)
+	}
 	for _, tt := range []struct {
 		name   string
 		header map[string]string

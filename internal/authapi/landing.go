@@ -31,13 +31,14 @@ type pageData struct {
 
 // pages holds the parsed templates and the Content-Security-Policy that
 // admits exactly their inline style and nothing else: no scripts, no
-// external assets, forms only to this origin, no framing.
+// external assets, forms only to this origin (and, in subdomain routing,
+// the user origins their redirects end on), no framing.
 type pages struct {
 	tmpl *template.Template
 	csp  string
 }
 
-func loadPages() (*pages, error) {
+func loadPages(formTargets ...string) (*pages, error) {
 	tmpl, err := template.ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
@@ -55,7 +56,7 @@ func loadPages() (*pages, error) {
 	csp := strings.Join([]string{
 		"default-src 'none'",
 		"style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'",
-		"form-action 'self'",
+		strings.Join(append([]string{"form-action 'self'"}, formTargets...), " "),
 		"frame-ancestors 'none'",
 		"base-uri 'none'",
 	}, "; ")

@@ -74,7 +74,7 @@ func New(opts Options) (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("authapi: %w", err)
 	}
-	if s.pages, err = loadPages(); err != nil {
+	if s.pages, err = loadPages(s.formTargets()...); err != nil {
 		return nil, fmt.Errorf("authapi: %w", err)
 	}
 	rand.Read(s.dummy.TokenHash[:])

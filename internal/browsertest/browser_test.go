@@ -76,11 +76,13 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 
 // startBrowser starts one headless Chromium for the test, with a fresh
-// profile; the gateway host resolves to the first node proxy.
+// profile; the gateway host resolves to the first node proxy and every
+// user origin (subdomain routing) to the second.
 func startBrowser(t *testing.T, p *platform) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
 	host, _, _ := net.SplitHostPort(p.nodes[0].addr)
+	userHost, _, _ := net.SplitHostPort(p.nodes[1].addr)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -96,7 +98,7 @@ func startBrowser(t *testing.T, p *platform) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-proxy-server", true),
-		chromedp.Flag("host-resolver-rules", "MAP "+gatewayHost+" "+host),
+		chromedp.Flag("host-resolver-rules", "MAP "+gatewayHost+" "+host+", MAP *."+userDomain+" "+userHost),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
@@ -117,7 +119,7 @@ type session struct {
 	t       *testing.T
 	name    string
 	ctx     context.Context
-	base    string
+	p       *platform
 	dir     string
 	step    int
 	mu      sync.Mutex
@@ -129,8 +131,7 @@ func newSession(t *testing.T, browserCtx context.Context, p *platform, dir, name
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	_, port, _ := net.SplitHostPort(p.nodes[0].addr)
-	s := &session{t: t, name: name, ctx: ctx, dir: dir, base: "http://" + gatewayHost + ":" + port}
+	s := &session{t: t, name: name, ctx: ctx, dir: dir, p: p}
 	// The first run opens the tab, which lives as long as that run's
 	// context: use ctx itself.
 	if err := chromedp.Do(ctx); err != nil {
@@ -150,8 +151,8 @@ func newSession(t *testing.T, browserCtx context.Context, p *platform, dir, name
 	return s
 }
 
-// url returns the gateway URL of path.
-func (s *session) url(path string) string { return s.base + path }
+// url returns the URL of path on the main origin.
+func (s *session) url(path string) string { return s.p.mainOrigin() + path }
 
 // do runs one named step: its actions, then a screenshot. A failing step
 // fails the test with the paths of its screenshot and console log.
@@ -200,11 +201,18 @@ func (s *session) location() string {
 	return loc
 }
 
-// navigate loads path and returns the document's HTTP status.
+// navigate loads path on the main origin and returns the document's HTTP
+// status (after redirects).
 func navigate(ctx context.Context, s *session, path string) (int64, error) {
-	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(s.url(path)))
+	return navigateURL(ctx, s.url(path))
+}
+
+// navigateURL loads url and returns the document's HTTP status (after
+// redirects).
+func navigateURL(ctx context.Context, url string) (int64, error) {
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
 	if err != nil {
-		return 0, fmt.Errorf("navigate to %s: %w", path, err)
+		return 0, fmt.Errorf("navigate to %s: %w", url, err)
 	}
 	return resp.Status, nil
 }

@@ -3,15 +3,16 @@ package browsertest
 import (
 	"context"
 	"fmt"
-	"html"
-	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // Generous bounds: the machine may have two busy cores, and a signup or a
@@ -21,38 +22,58 @@ const (
 	agentTimeout = 120 * time.Second
 )
 
-// agentReady is true once the browser shows user's agent UI, its script
-// (a relative asset) having loaded the conversation.
-func agentReady(user string) string {
-	return fmt.Sprintf(`location.pathname === %q && document.querySelector('#status')?.textContent.trim() === 'ready'`, "/u/"+user+"/")
+// agentReady is true once the browser shows user's agent UI at its home
+// (/u/<user>/, or the root of the user's origin), its script (a relative
+// asset) having loaded the conversation.
+func (s *session) agentReady(user string) string {
+	return fmt.Sprintf(`location.href === %q && document.querySelector('#status')?.textContent.trim() === 'ready'`, s.p.agentURL(user, ""))
 }
 
-// landingAnonymous is true on the landing page with the signup and login
-// forms.
-const landingAnonymous = `location.pathname === '/' && document.querySelector('form[action="/users"]') && document.querySelector('form[action="/login"]')`
+// landingAnonymous is true on the main origin's landing page with the
+// signup and login forms.
+func (s *session) landingAnonymous() string {
+	return fmt.Sprintf(`location.href === %q && document.querySelector('form[action="/users"]') && document.querySelector('form[action="/login"]')`, s.url("/"))
+}
 
-func landingSignedIn(user string) string {
-	return fmt.Sprintf(`location.pathname === '/' && document.querySelector('main strong')?.textContent === %q && document.querySelector('form[action="/logout"]')`, user)
+// landingSignedIn is true on the main origin's landing page signed in as
+// user.
+func (s *session) landingSignedIn(user string) string {
+	return fmt.Sprintf(`location.href === %q && document.querySelector('main strong')?.textContent === %q && document.querySelector('form[action="/logout"]')`, s.url("/"), user)
 }
 
 // TestBrowserFlows walks the user flows of issue 9 in headless Chromium
-// against the full local platform, in order, each building on the last:
+// against the full local platform, once per routing mode (issue 11), in
+// order, each building on the last:
 //  1. sign up through the landing page into the agent UI (relative assets,
-//     SSE, WebSocket);
+//     SSE, WebSocket); in subdomain routing the browser ends at the root of
+//     the user's origin, whose host-only cookie is the only session there;
 //  2. reload keeps the session, also after the session token expired and
 //     was renewed;
-//  3. log out (the agent path answers 401), log in again with the bearer
-//     token the landing page showed once;
+//  3. log out (the agent no longer opens: its path answers 401, or its
+//     origin sends the browser to the anonymous landing page), log in
+//     again with the bearer token the landing page showed once;
 //  4. a second user, in a separate browser context, cannot reach the first
-//     user's path by typed URL, nor by following a link on another site or
+//     user's agent by typed URL, nor by following a link on another site or
 //     on the gateway's own landing page;
+//     (subdomain routing only) a hostile page in the first user's agent
+//     cannot log out, recreate or delete the account, read another user's
+//     agent or the session cookies;
 //  5. the agent, left idle, is suspended by the sweeper; opening it again
 //     shows the waking page, then the agent with its earlier conversation;
 //  6. recreate and delete from the landing page, with their confirmations.
+//
+// Each mode has its own platform, browser and artifact directory.
 func TestBrowserFlows(t *testing.T) {
 	chromiumPath(t) // skip (or fail under CI) before starting anything
+	for _, mode := range []userorigin.Mode{userorigin.Path, userorigin.Subdomain} {
+		t.Run(string(mode), func(t *testing.T) { runFlows(t, mode) })
+	}
+}
+
+// runFlows runs TestBrowserFlows' flows on a platform in routing mode.
+func runFlows(t *testing.T, mode userorigin.Mode) {
 	dir := artifactsDir(t)
-	p := startPlatform(t)
+	p := startPlatform(t, mode)
 	browser := startBrowser(t, p)
 	t.Logf("screenshots and logs: %s", dir)
 	t.Cleanup(func() {
@@ -64,10 +85,11 @@ func TestBrowserFlows(t *testing.T) {
 	alice := newSession(t, browser, p, dir, "alice")
 	var bearer string
 
-	flows := []struct {
+	type flow struct {
 		name string
 		run  func(t *testing.T)
-	}{
+	}
+	flows := []flow{
 		{"1-signup-sse-websocket", func(t *testing.T) { alice.t = t; bearer = signupFlow(alice, "alice") }},
 		{"2-reload-and-renewal", func(t *testing.T) { alice.t = t; reloadFlow(alice, p, "alice") }},
 		{"3-logout-login", func(t *testing.T) { alice.t = t; logoutLoginFlow(alice, "alice", bearer) }},
@@ -78,15 +100,20 @@ func TestBrowserFlows(t *testing.T) {
 			linkIsolationFlow(bob, "alice")
 			alice.t = t
 			alice.do("alice still reaches her agent", agentTimeout, func(ctx context.Context) error {
-				if _, err := navigate(ctx, alice, "/u/alice/"); err != nil {
+				if _, err := navigateURL(ctx, p.agentURL("alice", "")); err != nil {
 					return err
 				}
-				return until(ctx, "alice's agent", agentReady("alice"))
+				return until(ctx, "alice's agent", alice.agentReady("alice"))
 			})
 		}},
-		{"5-suspend-wake", func(t *testing.T) { alice.t = t; suspendWakeFlow(alice, p, "alice") }},
-		{"6-recreate-delete", func(t *testing.T) { alice.t = t; recreateDeleteFlow(alice, "alice", bearer) }},
 	}
+	if p.subdomain() {
+		flows = append(flows, flow{"4h-hostile-agent-page", func(t *testing.T) { alice.t = t; hostileFlow(alice, p, "alice", "bob") }})
+	}
+	flows = append(flows,
+		flow{"5-suspend-wake", func(t *testing.T) { alice.t = t; suspendWakeFlow(alice, p, "alice") }},
+		flow{"6-recreate-delete", func(t *testing.T) { alice.t = t; recreateDeleteFlow(alice, "alice", bearer) }},
+	)
 	for _, f := range flows {
 		if !t.Run(f.name, f.run) {
 			t.Fatalf("flow %s failed; the later flows build on it and are not run", f.name)
@@ -106,7 +133,7 @@ func signupFlow(s *session, user string) (token string) {
 		if code != 200 {
 			return fmt.Errorf("%w: landing page answered %d", errUnexpected, code)
 		}
-		return until(ctx, "the signup form", landingAnonymous)
+		return until(ctx, "the signup form", s.landingAnonymous())
 	})
 	s.do("signup form filled", stepTimeout, func(ctx context.Context) error {
 		return typeInto(ctx, `form[action="/users"] input[name="user"]`, user)
@@ -115,12 +142,17 @@ func signupFlow(s *session, user string) (token string) {
 		if err := click(ctx, `form[action="/users"] button`); err != nil {
 			return err
 		}
-		return until(ctx, user+"'s agent UI at /u/"+user+"/", agentReady(user))
+		return until(ctx, user+"'s agent UI at "+s.p.agentURL(user, ""), s.agentReady(user))
 	})
+	if s.p.subdomain() {
+		s.do("cookies kept per origin", stepTimeout, func(ctx context.Context) error {
+			return originCookies(ctx, s, user)
+		})
+	}
 	s.do("relative stylesheet loaded", stepTimeout, func(ctx context.Context) error {
-		return until(ctx, "assets/app.css applied under /u/"+user+"/", fmt.Sprintf(
-			`[...document.styleSheets].some(s => s.href && new URL(s.href).pathname === %q && s.cssRules.length > 0)`,
-			"/u/"+user+"/assets/app.css"))
+		css := s.p.agentURL(user, "assets/app.css")
+		return until(ctx, css+" applied", fmt.Sprintf(
+			`[...document.styleSheets].some(s => s.href === %q && s.cssRules.length > 0)`, css))
 	})
 	s.do("SSE events arrive", stepTimeout, func(ctx context.Context) error {
 		if err := until(ctx, "a first SSE event", `Number(document.querySelector('#event-count').textContent) >= 1`); err != nil {
@@ -162,7 +194,7 @@ func signupFlow(s *session, user string) (token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the signed-in landing page with the token", landingSignedIn(user)+` && document.querySelector('.token pre')`); err != nil {
+		if err := until(ctx, "the signed-in landing page with the token", s.landingSignedIn(user)+` && document.querySelector('.token pre')`); err != nil {
 			return err
 		}
 		var err error
@@ -178,15 +210,54 @@ func signupFlow(s *session, user string) (token string) {
 	return token
 }
 
+// originCookies checks the browser's cookie jar after user entered their
+// origin: the origin session is there, HttpOnly and host-only, and the main
+// session cookie is not; on the main origin it is the other way round.
+func originCookies(ctx context.Context, s *session, user string) error {
+	names := func(url string) (map[string]*network.Cookie, error) {
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
+		if err != nil {
+			return nil, fmt.Errorf("cookies of %s: %w", url, err)
+		}
+		m := make(map[string]*network.Cookie)
+		for _, c := range res.Cookies {
+			m[c.Name] = c
+		}
+		return m, nil
+	}
+	origin, err := names(s.p.agentURL(user, ""))
+	if err != nil {
+		return err
+	}
+	main, err := names(s.url("/"))
+	if err != nil {
+		return err
+	}
+	oc := origin[nodeproxy.DefaultOriginCookieName]
+	switch {
+	case oc == nil:
+		return fmt.Errorf("%w: no %s cookie on %s", errUnexpected, nodeproxy.DefaultOriginCookieName, s.p.agentURL(user, ""))
+	case !oc.HTTPOnly || oc.Domain != user+"."+userDomain:
+		return fmt.Errorf("%w: origin cookie HttpOnly=%v Domain=%q, want HttpOnly and host-only", errUnexpected, oc.HTTPOnly, oc.Domain)
+	case origin[nodeproxy.DefaultCookieName] != nil:
+		return fmt.Errorf("%w: the main session cookie reaches the user origin", errUnexpected)
+	case main[nodeproxy.DefaultCookieName] == nil:
+		return fmt.Errorf("%w: no main session cookie on the main origin", errUnexpected)
+	case main[nodeproxy.DefaultOriginCookieName] != nil:
+		return fmt.Errorf("%w: the origin session reaches the main origin", errUnexpected)
+	}
+	return nil
+}
+
 // reloadFlow reloads the agent UI, then waits past the session token's
 // lifetime and reloads again: the node proxy renews the session.
 func reloadFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	s.do("agent reopened", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/u/"+user+"/"); err != nil {
+		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
 			return err
 		}
-		return until(ctx, "the agent", agentReady(user))
+		return until(ctx, "the agent", s.agentReady(user))
 	})
 	s.do("reload keeps the session", agentTimeout, func(ctx context.Context) error {
 		code, err := reload(ctx)
@@ -196,7 +267,7 @@ func reloadFlow(s *session, p *platform, user string) {
 		if code != 200 {
 			return fmt.Errorf("%w: agent answered %d after reload", errUnexpected, code)
 		}
-		return until(ctx, "the agent after reload", agentReady(user)+` && document.querySelector('#conversation').textContent.includes('remember this')`)
+		return until(ctx, "the agent after reload", s.agentReady(user)+` && document.querySelector('#conversation').textContent.includes('remember this')`)
 	})
 	before := p.renewals()
 	// Past the token's lifetime and the proxies' leeway, with the page's
@@ -205,18 +276,18 @@ func reloadFlow(s *session, p *platform, user string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		return until(ctx, "the landing page", landingSignedIn(user))
+		return until(ctx, "the landing page", s.landingSignedIn(user))
 	})
 	time.Sleep(sessionTTL + verifierLeeway + 2*time.Second)
 	s.do("agent after token expiry", agentTimeout, func(ctx context.Context) error {
-		code, err := navigate(ctx, s, "/u/"+user+"/")
+		code, err := navigateURL(ctx, s.p.agentURL(user, ""))
 		if err != nil {
 			return err
 		}
 		if code != 200 {
 			return fmt.Errorf("%w: agent answered %d after the token expired", errUnexpected, code)
 		}
-		if err := until(ctx, "the agent after renewal", agentReady(user)); err != nil {
+		if err := until(ctx, "the agent after renewal", s.agentReady(user)); err != nil {
 			return err
 		}
 		if after := p.renewals(); after <= before {
@@ -233,7 +304,7 @@ func reloadFlow(s *session, p *platform, user string) {
 		if code != 200 {
 			return fmt.Errorf("%w: agent answered %d on reload after the renewed token expired", errUnexpected, code)
 		}
-		return until(ctx, "the agent after a second renewal", agentReady(user)+` && Number(document.querySelector('#event-count').textContent) >= 1`)
+		return until(ctx, "the agent after a second renewal", s.agentReady(user)+` && Number(document.querySelector('#event-count').textContent) >= 1`)
 	})
 }
 
@@ -246,7 +317,7 @@ func logoutLoginFlow(s *session, user, token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the signed-in landing page", landingSignedIn(user)); err != nil {
+		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		shown, err := eval[bool](ctx, `!!document.querySelector('.token pre')`)
@@ -262,9 +333,12 @@ func logoutLoginFlow(s *session, user, token string) {
 		if err := click(ctx, `form[action="/logout"] button`); err != nil {
 			return err
 		}
-		return until(ctx, "the anonymous landing page", landingAnonymous)
+		return until(ctx, "the anonymous landing page", s.landingAnonymous())
 	})
 	s.do("agent closed after logout", stepTimeout, func(ctx context.Context) error {
+		if s.p.subdomain() {
+			return originClosed(ctx, s, user)
+		}
 		code, err := navigate(ctx, s, "/u/"+user+"/")
 		if err != nil {
 			return err
@@ -285,7 +359,7 @@ func logoutLoginFlow(s *session, user, token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the login form", landingAnonymous); err != nil {
+		if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
 			return err
 		}
 		if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
@@ -297,110 +371,8 @@ func logoutLoginFlow(s *session, user, token string) {
 		if err := click(ctx, `form[action="/login"] button`); err != nil {
 			return err
 		}
-		return until(ctx, "the agent after login", agentReady(user)+` && document.querySelector('#conversation').textContent.includes('remember this')`)
+		return until(ctx, "the agent after login", s.agentReady(user)+` && document.querySelector('#conversation').textContent.includes('remember this')`)
 	})
-}
-
-// isolationFlow checks that s's user cannot open other's agent by typed URL.
-func isolationFlow(s *session, other string) {
-	s.t.Helper()
-	for _, path := range []string{"/u/" + other + "/", "/u/" + other + "/api/events", "/u/" + other + "/assets/app.js"} {
-		s.do("typed URL "+path, stepTimeout, func(ctx context.Context) error {
-			code, err := navigate(ctx, s, path)
-			if err != nil {
-				return err
-			}
-			if code < 400 {
-				return fmt.Errorf("%w: %s answered %d to another user, want an error", errUnexpected, path, code)
-			}
-			s.t.Logf("%s's typed URL %s: %d", s.name, path, code)
-			return notLeaked(ctx, path)
-		})
-	}
-}
-
-// linkIsolationFlow checks that s's user cannot open other's agent by
-// following a link: one on a page of another site and one on the gateway's
-// own landing page. The other site's link to the user's own agent opens
-// it, so the session cookie does go along on such a navigation.
-func linkIsolationFlow(s *session, other string) {
-	s.t.Helper()
-	path := "/u/" + other + "/"
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><title>elsewhere</title>
-<p><a id="other-agent" href="%s">%s's agent</a></p>
-<p><a id="own-agent" href="%s">%s's agent</a></p>`,
-			html.EscapeString(s.url(path)), html.EscapeString(other),
-			html.EscapeString(s.url("/u/"+s.name+"/")), html.EscapeString(s.name))
-	}))
-	s.t.Cleanup(site.Close)
-	openSite := func(ctx context.Context) error {
-		if _, err := chromedp.RunResponse(ctx, chromedp.Navigate(site.URL)); err != nil {
-			return fmt.Errorf("navigate to the other site: %w", err)
-		}
-		return until(ctx, "the links", `document.querySelector('#other-agent') && document.querySelector('#own-agent')`)
-	}
-	s.do("links on another site", stepTimeout, openSite)
-	s.do("followed the other site's link", stepTimeout, func(ctx context.Context) error {
-		return followDenied(ctx, s, "#other-agent", path)
-	})
-	s.do("own agent by the other site's link", agentTimeout, func(ctx context.Context) error {
-		if err := openSite(ctx); err != nil {
-			return err
-		}
-		if err := click(ctx, "#own-agent"); err != nil {
-			return err
-		}
-		return until(ctx, s.name+"'s own agent", agentReady(s.name))
-	})
-	s.do("link on the landing page", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", landingSignedIn(s.name)); err != nil {
-			return err
-		}
-		link := fmt.Sprintf(`<p><a id="other-agent" href="%s">%s's agent</a></p>`, html.EscapeString(path), html.EscapeString(other))
-		_, err := eval[bool](ctx, fmt.Sprintf(`document.querySelector('main').insertAdjacentHTML('beforeend', %q), true`, link))
-		return err
-	})
-	s.do("followed the landing page's link", stepTimeout, func(ctx context.Context) error {
-		return followDenied(ctx, s, "#other-agent", path)
-	})
-}
-
-// followDenied clicks the link sel to path and checks that the gateway
-// refused it without showing another user's agent.
-func followDenied(ctx context.Context, s *session, sel, path string) error {
-	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
-	if err != nil {
-		return fmt.Errorf("follow %s: %w", sel, err)
-	}
-	at, err := eval[string](ctx, `location.href`)
-	if err != nil {
-		return err
-	}
-	if at != s.url(path) {
-		return fmt.Errorf("%w: the link led to %s, not to %s", errUnexpected, at, s.url(path))
-	}
-	if resp.Status < 400 {
-		return fmt.Errorf("%w: %s answered %d to another user's link, want an error", errUnexpected, path, resp.Status)
-	}
-	s.t.Logf("%s followed a link to %s: %d", s.name, path, resp.Status)
-	return notLeaked(ctx, path)
-}
-
-// notLeaked checks that the page shows nothing of another user's agent.
-func notLeaked(ctx context.Context, path string) error {
-	leaked, err := eval[bool](ctx, `!!document.querySelector('#status') || document.body.innerText.includes('remember this')`)
-	if err != nil {
-		return err
-	}
-	if leaked {
-		return fmt.Errorf("%w: %s showed the other user's agent", errUnexpected, path)
-	}
-	return nil
 }
 
 // suspendWakeFlow posts a message, leaves the agent idle until the sweeper
@@ -410,10 +382,10 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	msg := "before the nap, " + user
 	s.do("message posted before the suspend", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/u/"+user+"/"); err != nil {
+		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
 			return err
 		}
-		if err := until(ctx, "the agent", agentReady(user)); err != nil {
+		if err := until(ctx, "the agent", s.agentReady(user)); err != nil {
 			return err
 		}
 		if err := typeInto(ctx, "#message-text", msg); err != nil {
@@ -430,7 +402,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		return until(ctx, "the landing page", landingSignedIn(user))
+		return until(ctx, "the landing page", s.landingSignedIn(user))
 	})
 	// The sweeper runs only until the suspend: left running, it could
 	// suspend the woken agent again before the waking page's next reload.
@@ -440,7 +412,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	})
 	stop()
 	s.do("waking page", stepTimeout, func(ctx context.Context) error {
-		code, err := navigate(ctx, s, "/u/"+user+"/")
+		code, err := navigateURL(ctx, s.p.agentURL(user, ""))
 		if err != nil {
 			return err
 		}
@@ -450,7 +422,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 		return until(ctx, "the waking page", `document.title === 'Waking your agent' && document.querySelector('meta[http-equiv="refresh"]')`)
 	})
 	s.do("agent woken with its conversation", agentTimeout, func(ctx context.Context) error {
-		return until(ctx, "the woken agent with the earlier messages", agentReady(user)+fmt.Sprintf(
+		return until(ctx, "the woken agent with the earlier messages", s.agentReady(user)+fmt.Sprintf(
 			` && document.querySelector('#conversation').textContent.includes(%q) && document.querySelector('#conversation').textContent.includes(%q)`,
 			"remember this, "+user, msg))
 	})
@@ -464,7 +436,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the signed-in landing page", landingSignedIn(user)); err != nil {
+		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, `a[href="/recreate"]`); err != nil {
@@ -476,7 +448,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if err := click(ctx, `form[action="/recreate"] button.danger`); err != nil {
 			return err
 		}
-		if err := until(ctx, "the fresh agent", agentReady(user)); err != nil {
+		if err := until(ctx, "the fresh agent", s.agentReady(user)); err != nil {
 			return err
 		}
 		// A fresh workspace: the earlier conversation is gone.
@@ -486,7 +458,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the signed-in landing page", landingSignedIn(user)); err != nil {
+		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, fmt.Sprintf(`a[href="/users/%s/delete"]`, user)); err != nil {
@@ -502,9 +474,12 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if err := click(ctx, fmt.Sprintf(`form[action="/users/%s/delete"] button.danger`, user)); err != nil {
 			return err
 		}
-		return until(ctx, "the anonymous landing page", landingAnonymous)
+		return until(ctx, "the anonymous landing page", s.landingAnonymous())
 	})
 	s.do("agent gone after delete", stepTimeout, func(ctx context.Context) error {
+		if s.p.subdomain() {
+			return originClosed(ctx, s, user)
+		}
 		code, err := navigate(ctx, s, "/u/"+user+"/")
 		if err != nil {
 			return err
@@ -518,7 +493,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		if err := until(ctx, "the login form", landingAnonymous); err != nil {
+		if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
 			return err
 		}
 		if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
@@ -530,6 +505,6 @@ func recreateDeleteFlow(s *session, user, token string) {
 		if err := click(ctx, `form[action="/login"] button`); err != nil {
 			return err
 		}
-		return until(ctx, "a refused login", `document.readyState === 'complete' && location.pathname !== '/u/`+user+`/' && !!document.querySelector('.error')`)
+		return until(ctx, "a refused login", fmt.Sprintf(`document.readyState === 'complete' && location.origin === %q && location.pathname !== '/u/%s/' && !!document.querySelector('.error')`, s.p.mainOrigin(), user))
 	})
 }

@@ -3,6 +3,7 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,11 +32,18 @@ import (
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // gatewayHost is the public host name the browser uses; Chromium maps it
-// to the first node proxy's address (see newBrowser).
+// to the first node proxy's address (see startBrowser).
 const gatewayHost = "gw.example.test"
+
+// userDomain is USER_DOMAIN in subdomain routing: the agent of <user> is
+// at <user>.userDomain, which Chromium maps to the second node proxy's
+// address, so that a user origin and the main origin are served by
+// different node proxies (see startBrowser).
+const userDomain = "u.example.test"
 
 // sessionTTL is the auth API's session token lifetime in these tests, short
 // so that a test outlives a token and sees it renewed.
@@ -60,9 +68,11 @@ const (
 // tests build it: the simulated cluster (a warm pool of two), the auth API
 // with its idle sweeper, and one node proxy per simulated node running as
 // the nodeproxy ServiceAccount with its read-only RBAC, reporting activity
-// and waking suspended sandboxes.
+// and waking suspended sandboxes; all in one routing mode (ROUTING_MODE).
 type platform struct {
 	t       *testing.T
+	mode    userorigin.Mode
+	port    string // the node proxies' common port
 	ns      string
 	kube    kubernetes.Interface
 	sb      *sandboxapi.Client
@@ -99,16 +109,16 @@ func (s *syncBuffer) Bytes() []byte {
 	return bytes.Clone(s.b.Bytes())
 }
 
-// startPlatform starts the platform with the sweeper stopped (see sweep);
-// everything stops when t ends.
-func startPlatform(t *testing.T) *platform {
+// startPlatform starts the platform in routing mode with the sweeper
+// stopped (see sweep); everything stops when t ends.
+func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	t.Helper()
 	cp := controlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{
 		Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay},
 	})
-	p := &platform{t: t, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
+	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	authLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,14 +135,19 @@ func startPlatform(t *testing.T) *platform {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	auth, err := authapi.New(authapi.Options{
+	authOpts := authapi.Options{
 		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
 		SessionTTL: sessionTTL, WakeTimeout: 30 * time.Second, TokenReviewCacheTTL: time.Second,
 		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
 		TrustedProxies:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		Activity:               p.sweeper,
 		Logger:                 logger.With("process", "authapi"),
-	})
+		RoutingMode:            mode,
+	}
+	if mode == userorigin.Subdomain {
+		authOpts.UserDomain = userDomain
+	}
+	auth, err := authapi.New(authOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +188,10 @@ func startPlatform(t *testing.T) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
+	originVer, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.OriginAudience(authapi.DefaultAudience), Leeway: verifierLeeway})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var done []chan error
 	var handshakers []*handshake.Handshaker
@@ -204,6 +223,7 @@ func startPlatform(t *testing.T) *platform {
 		n.addr = ln.Addr().String()
 		if port == 0 {
 			port = ln.Addr().(*net.TCPAddr).Port
+			p.port = fmt.Sprint(port)
 		}
 		hs, err := handshake.New(handshake.Options{LogRoot: sim.Cluster.Kubelet.LogRoot(n.name), Registerer: n.reg})
 		if err != nil {
@@ -227,14 +247,19 @@ func startPlatform(t *testing.T) *platform {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.px, err = nodeproxy.New(nodeproxy.Options{
+		opts := nodeproxy.Options{
 			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: hs, Peers: n.idx,
 			ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: n.idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
 			AuthAPI:     authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
 			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
 			RenewTimeout: 15 * time.Second, DrainTimeout: 2 * time.Second,
 			Waiter: n.idx, WakeTimeout: wakeTimeout, Activity: tracker, Namespace: p.ns,
-		}); err != nil {
+			RoutingMode: mode,
+		}
+		if mode == userorigin.Subdomain {
+			opts.UserDomain, opts.PublicOrigin, opts.OriginVerifier = userDomain, p.mainOrigin(), originVer
+		}
+		if n.px, err = nodeproxy.New(opts); err != nil {
 			t.Fatal(err)
 		}
 		run(func() error { return rep.Run(runCtx) })
@@ -251,6 +276,22 @@ func startPlatform(t *testing.T) *platform {
 		})
 	}
 	return p
+}
+
+// subdomain reports whether the platform runs in subdomain routing.
+func (p *platform) subdomain() bool { return p.mode == userorigin.Subdomain }
+
+// mainOrigin is the origin of the landing page and the auth API.
+func (p *platform) mainOrigin() string { return "http://" + net.JoinHostPort(gatewayHost, p.port) }
+
+// agentURL is the URL of rest (a relative path, "" for the agent's home)
+// in user's agent: under /u/<user>/ on the main origin in path routing,
+// on the user's own origin in subdomain routing.
+func (p *platform) agentURL(user, rest string) string {
+	if p.subdomain() {
+		return "http://" + net.JoinHostPort(user+"."+userDomain, p.port) + "/" + rest
+	}
+	return p.mainOrigin() + "/u/" + user + "/" + rest
 }
 
 // sweep runs the auth API's sweeper, which then leads (it is the only
@@ -310,6 +351,22 @@ func (p *platform) suspendMissing(ctx context.Context, user string) string {
 		return fmt.Sprintf("Sandbox %s has Suspended=%q (%s)", name, c.Status, c.Reason)
 	}
 	return ""
+}
+
+// authRequests counts the auth API's access-log lines so far for route
+// that answered status.
+func (p *platform) authRequests(route string, status int) int {
+	n := 0
+	for line := range bytes.Lines(p.logs.Bytes()) {
+		var l struct {
+			Msg, Component, Route string
+			Status                int
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "request" && l.Component == "authapi" && l.Route == route && l.Status == status {
+			n++
+		}
+	}
+	return n
 }
 
 // renewals sums the node proxies' successful session renewals.

@@ -1,11 +1,14 @@
 package nodeproxy
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fasthttp/websocket"
 
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
@@ -57,6 +60,33 @@ func TestE2ESubdomain(t *testing.T) {
 		}
 		if page := readAll(t, p.getAt(0, aliceHost, "/", aliceOrigin)); !strings.Contains(page, `<base href="./">`) {
 			t.Errorf("agent page not served at the origin's root:\n%s", page)
+		}
+	})
+
+	t.Run("the app sees the main host, and a same-origin Origin to match", func(t *testing.T) {
+		for origin, want := range map[string]string{"http://" + aliceHost: "http://" + testHost, "http://evil.test": "http://evil.test"} {
+			resp := p.getAt(1, aliceHost, "/api/echo", map[string]string{"Cookie": originCookie(alice.origin), "Origin": origin})
+			e := echo(t, resp)
+			if e.Host != testHost || strings.Join(e.Headers["Origin"], ",") != want || strings.Join(e.Headers["X-Forwarded-Host"], ",") != aliceHost {
+				t.Errorf("Origin %s: app saw Host %q, Origin %q, X-Forwarded-Host %q; want %q, %q, %q",
+					origin, e.Host, e.Headers["Origin"], e.Headers["X-Forwarded-Host"], testHost, want, aliceHost)
+			}
+		}
+		for i := range p.nodes {
+			d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+			hdr := http.Header{"Cookie": {originCookie(alice.origin)}, "Host": {aliceHost}, "Origin": {"http://" + aliceHost}}
+			c, _, err := d.DialContext(context.Background(), "ws://"+p.nodes[i].addr+"/api/ws", hdr)
+			if err != nil {
+				t.Fatalf("WebSocket through node %d: %v", i, err)
+			}
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if err := c.WriteMessage(websocket.TextMessage, []byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			if _, got, err := c.ReadMessage(); err != nil || string(got) != "hi" {
+				t.Errorf("WebSocket echo through node %d: %q %v", i, got, err)
+			}
+			c.Close()
 		}
 	})
 

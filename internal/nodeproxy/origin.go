@@ -3,6 +3,7 @@ package nodeproxy
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -39,6 +40,18 @@ func (p *Proxy) appHost(ctx *fasthttp.RequestCtx, x *exchange) string {
 		return p.mainHost
 	}
 	return string(ctx.Host())
+}
+
+// appOrigin is the Origin to send the app instead of origin, or "" to
+// keep it: on a user origin the app is told the main host, so a
+// same-origin request's Origin (the user origin) becomes the main origin
+// to match, as apps and WebSocket upgraders compare the two. A foreign
+// Origin is kept, and stays foreign.
+func (p *Proxy) appOrigin(x *exchange, origin []byte) string {
+	if x.route.origin == "" || !strings.EqualFold(string(origin), x.route.origin) {
+		return ""
+	}
+	return p.opts.PublicOrigin
 }
 
 // sessionRules are where a request's session comes from: the main

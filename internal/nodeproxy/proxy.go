@@ -29,6 +29,9 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		x.fwd.set(h)
 		h.Set("Cookie", up.cookie)
 		h.SetHost(up.target.Host)
+		if o := p.appOrigin(x, h.Peek("Origin")); o != "" {
+			h.Set("Origin", o)
+		}
 	}
 	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) { headers(h, up) })
 	if err == nil && resp.StatusCode() == fasthttp.StatusUnauthorized && b.complete() {

@@ -30,6 +30,9 @@ func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		x.fwd.setHTTP(h)
 		h.Set("Cookie", up.cookie)
 		h.Set("Host", up.target.Host)
+		if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
+			h.Set("Origin", o)
+		}
 		return p.dialUpstreamWS(ctx, "ws://"+up.target.Addr+x.route.target, h)
 	}
 	conn, resp, err := dial(up)
