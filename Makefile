@@ -108,6 +108,12 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	  done; \
 	done
 
+.PHONY: bench
+bench: controlplane ## measure data path, sessions, scale and lifecycle into bench/RESULTS.md (about 3 min; not in make test)
+	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
+	$(GO) build -o bin/sandgate-bench ./bench
+	./bin/sandgate-bench -out bench/RESULTS.md $(BENCH_FLAGS)
+
 .PHONY: clean
 clean: ## remove build outputs (the control-plane cache stays)
 	rm -rf bin

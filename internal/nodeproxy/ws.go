@@ -177,6 +177,12 @@ type bridge struct {
 	upstream *websocket.Conn
 	closing  atomic.Bool  // a close frame has been forwarded
 	toClient atomic.Int32 // close code sent to the client
+
+	// over is set, under life, before the connections are closed: the
+	// client's is then handed back to fasthttp and may serve someone
+	// else, so shutdown must not touch it any more.
+	life sync.Mutex
+	over bool
 }
 
 // runBridge runs the bridge until both directions have ended.
@@ -202,6 +208,9 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	wg.Go(func() { b.pump(client, upstream, true) })
 	wg.Go(func() { b.pump(upstream, client, false) })
 	wg.Wait()
+	b.life.Lock()
+	b.over = true
+	b.life.Unlock()
 	upstream.Close()
 	client.Close()
 	p.m.websockets.Dec()
@@ -304,8 +313,14 @@ func (b *bridge) kill() {
 	b.upstream.NetConn().Close()
 }
 
-// goingAway closes both sides with 1001, for shutdown.
+// goingAway closes both sides with 1001, for shutdown, unless the bridge
+// has ended meanwhile.
 func (b *bridge) goingAway() {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if b.over {
+		return
+	}
 	b.closing.Store(true)
 	b.toClient.CompareAndSwap(0, websocket.CloseGoingAway)
 	msg := closeMessage(websocket.CloseGoingAway, "server shutting down")

@@ -11,11 +11,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
@@ -87,35 +85,7 @@ func Start(t *testing.T, cp *controlplane.ControlPlane, o Options) *Env {
 
 func (e *Env) createPool(replicas int32, trusted string) {
 	e.T.Helper()
-	tmpl := &extensions.SandboxTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "dsh"},
-		Spec: extensions.SandboxTemplateSpec{
-			PodTemplate: agents.PodTemplate{
-				Metadata: agents.PodMetadata{Labels: map[string]string{"app": "dsh"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "dsh", Image: "example/dsh:1",
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 3080, Protocol: corev1.ProtocolTCP}},
-					Env:   []corev1.EnvVar{{Name: "DSH_TRUSTED_HOSTS", Value: trusted}},
-				}}},
-			},
-			VolumeClaimTemplates: []agents.PersistentVolumeClaimTemplate{{
-				Metadata: agents.VolumeClaimMetadata{Name: "dsh-home"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-				},
-			}},
-			Service: ptr.To(true),
-		},
-	}
-	if _, err := e.SB.SandboxTemplates(e.NS).Create(e.T.Context(), tmpl, metav1.CreateOptions{}); err != nil {
-		e.T.Fatal(err)
-	}
-	pool := &extensions.SandboxWarmPool{
-		ObjectMeta: metav1.ObjectMeta{Name: PoolName},
-		Spec:       extensions.SandboxWarmPoolSpec{Replicas: replicas, SandboxTemplateRef: extensions.TemplateRef{Name: "dsh"}},
-	}
-	if _, err := e.SB.SandboxWarmPools(e.NS).Create(e.T.Context(), pool, metav1.CreateOptions{}); err != nil {
+	if err := cluster.CreatePool(e.T.Context(), e.SB, e.NS, PoolName, replicas, trusted); err != nil {
 		e.T.Fatal(err)
 	}
 }

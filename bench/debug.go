@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"time"
+)
+
+// memStats is what a proxy reports about its memory on /stats.
+type memStats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	StackInuse uint64 `json:"stack_inuse"`
+	Sys        uint64 `json:"sys"`
+}
+
+// serveDebug serves /stats (after a GC that returns freed memory to
+// the OS, so RSS counts live memory), /profile?seconds=N (a CPU profile)
+// and /heap (a heap profile) on a loopback port of its own and returns its address.
+func serveDebug() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("listen for debug: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC() // twice in all: sync.Pool's victim caches empty on the second
+		debug.FreeOSMemory()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		_ = json.NewEncoder(w).Encode(memStats{
+			Goroutines: runtime.NumGoroutine(), HeapInuse: m.HeapInuse, StackInuse: m.StackInuse, Sys: m.Sys,
+		})
+	})
+	mux.HandleFunc("/profile", func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs <= 0 {
+			http.Error(w, "seconds must be a positive integer", http.StatusBadRequest)
+			return
+		}
+		if err := pprof.StartCPUProfile(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
+		pprof.StopCPUProfile()
+	})
+	mux.HandleFunc("/heap", func(w http.ResponseWriter, _ *http.Request) {
+		runtime.GC()
+		if err := pprof.Lookup("heap").WriteTo(w, 0); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	go http.Serve(ln, mux)
+	return ln.Addr().String(), nil
+}

@@ -1,0 +1,61 @@
+// Command bench measures sandgate against the physical limit of the
+// machine it runs on and writes bench/RESULTS.md: the HTTP data path
+// (direct to the app, through a node proxy, through a plain
+// httputil.ReverseProxy), the cross-node hop, SSE and WebSocket overhead,
+// session checks, the node proxy's caches at scale, and the lifecycle
+// (signup, wake, suspend) on a real API server with the simulated cluster.
+//
+// Run it with `make bench`. The same binary runs every part of the
+// measurement as a child process of its own (-role): the app, the proxies
+// and the baseline share CPU 0 and the load generator has CPU 1 (taskset),
+// so the load generator never steals the proxy's core.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is the orchestrator's flags.
+type config struct {
+	out       string
+	duration  time.Duration
+	warmup    time.Duration
+	wsIdle    int
+	lifecycle bool
+	profile   string
+}
+
+// main runs one role, or orchestrates every measurement.
+func main() {
+	role := flag.String("role", "", "run one part of the bench (internal: the orchestrator starts these)")
+	spec := flag.String("spec", "{}", "the part's parameters as JSON (internal)")
+	var c config
+	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "where to write the results")
+	flag.DurationVar(&c.duration, "duration", 2*time.Second, "measured time of each HTTP load run")
+	flag.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "unmeasured time before each HTTP load run")
+	flag.IntVar(&c.wsIdle, "ws-idle", 10000, "idle WebSockets to bridge for the memory figure")
+	flag.BoolVar(&c.lifecycle, "lifecycle", true, "measure signup, wake and suspend on a real API server")
+	flag.StringVar(&c.profile, "profile", "bench/out", "directory for the proxy's CPU profile; empty skips profiling")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var err error
+	if *role != "" {
+		err = runRole(ctx, *role, *spec)
+	} else {
+		err = orchestrate(ctx, c, log)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench %s: %v\n", *role, err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandgate/sandgate/bench/lifecycle"
+	"github.com/sandgate/sandgate/bench/node"
+	"github.com/sandgate/sandgate/bench/procstat"
+	"github.com/sandgate/sandgate/bench/scale"
+)
+
+// results is everything the bench measured.
+type results struct {
+	Started time.Time
+	Took    time.Duration
+	HTTP    []httpRun
+	Hop     []httpRun
+	Half    []httpRun
+	SSE     []wayLatency
+	WSEcho  []wayLatency
+	Idle    idleResult
+	// IdleLimit, when set, says why fewer idle WebSockets were opened
+	// than asked for.
+	IdleLimit string
+	// IdleHeap is the proxy's heap profile summary with the idle
+	// WebSockets open.
+	IdleHeap string
+	Sessions sessionFigures
+	Scale    []scale.Result
+	// Lifecycle is nil when skipped; LifecycleErr says why it failed.
+	Lifecycle    *lifecycle.Result
+	LifecycleErr string
+	// Profile is the proxy's CPU profile summary (pprof -top).
+	Profile string
+}
+
+// find returns the best round (most requests per second) of the
+// closed-loop runs of w with size and conns.
+func (r *results) find(w way, size, conns int) httpRun {
+	var best httpRun
+	for _, h := range r.HTTP {
+		if h.Way == w && h.Size == size && h.Conns == conns && h.Result.RPS >= best.Result.RPS {
+			best = h
+		}
+	}
+	return best
+}
+
+// proxyMemory is the proxy process's memory at one moment.
+type proxyMemory struct {
+	RSS int64 `json:"rss"`
+	memStats
+}
+
+// idleResult is the idle WebSocket measurement.
+type idleResult struct {
+	Wanted, Open  int
+	Err           string
+	Before, After proxyMemory
+	// Opening is how long opening them took.
+	Opening time.Duration
+}
+
+// orchestrate runs every measurement and writes the results.
+func orchestrate(ctx context.Context, c config, log *slog.Logger) error {
+	res := &results{Started: time.Now()}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return fmt.Errorf("taskset is needed to pin the load generator: %w", err)
+	}
+	c.wsIdle, res.IdleLimit = fitSockets(c.wsIdle, log)
+	keys, err := node.NewKeys()
+	if err != nil {
+		return err
+	}
+	s, err := startServers(keys)
+	if s != nil {
+		defer s.stop()
+	}
+	if err != nil {
+		return err
+	}
+	if err := dataPath(ctx, c, s, res, log); err != nil {
+		return err
+	}
+	if c.profile != "" {
+		if res.Profile, err = profileProxy(c, s); err != nil {
+			log.Warn("profile", "err", err)
+		}
+	}
+	if err := streams(ctx, c, s, res, log); err != nil {
+		return err
+	}
+	s.stop()
+	s = nil
+
+	log.Info("sessions")
+	if err := once("sessions", nil, clientCPU, &res.Sessions); err != nil {
+		return err
+	}
+	for _, n := range []int{10_000, 100_000} {
+		log.Info("scale", "users", n)
+		var r scale.Result
+		if err := once("scale", map[string]any{"users": n, "jwks": keys.JWKS}, serverCPU, &r); err != nil {
+			return err
+		}
+		res.Scale = append(res.Scale, r)
+	}
+	if c.lifecycle {
+		log.Info("lifecycle: control plane, simulated cluster, 100 signups, suspend, wake")
+		var r lifecycle.Result
+		if err := once("lifecycle", nil, -1, &r); err != nil {
+			res.LifecycleErr = err.Error()
+			log.Error("lifecycle", "err", err)
+		} else {
+			res.Lifecycle = &r
+		}
+	}
+	res.Took = time.Since(res.Started)
+	report := render(c, res)
+	fmt.Print(report)
+	if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	log.Info("wrote "+c.out, "took", res.Took.Round(time.Second))
+	return nil
+}
+
+// fitSockets raises the open file limit, which children inherit, so
+// that the proxy can hold want bridged WebSockets (two descriptors each),
+// and returns how many fit and, when fewer than want, why.
+func fitSockets(want int, log *slog.Logger) (int, string) {
+	// spare covers listeners, the debug port, idle upstream connections
+	// left from the load runs and the runtime's own descriptors.
+	const spare = 256
+	need := uint64(2*want + spare)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return want, ""
+	}
+	if lim.Max >= need {
+		lim.Cur = lim.Max
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+			log.Warn("cannot raise the open file limit", "err", err)
+		}
+		return want, ""
+	}
+	err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: need, Max: need})
+	if err == nil {
+		return want, ""
+	}
+	log.Warn("cannot raise the open file limit's maximum", "max", lim.Max, "err", err)
+	lim.Cur = lim.Max
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("cannot raise the open file limit", "err", err)
+	}
+	fit := min(want, int((lim.Max-spare)/2))
+	return fit, fmt.Sprintf("RLIMIT_NOFILE is at most %d here and raising it failed (%v), so %d bridged WebSockets (2 descriptors each in the proxy) is the most that fits", lim.Max, err, fit)
+}
+
+// saveProfile fetches a profile from the proxy's debug port into dir/name
+// and returns pprof's top table of it with extra arguments.
+func saveProfile(s *servers, dir, name, path string, args ...string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make profile directory: %w", err)
+	}
+	file := filepath.Join(dir, name)
+	resp, err := http.Get("http://" + s.proxyDebug + path)
+	if err != nil {
+		return "", fmt.Errorf("fetch profile: %w", err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return "", fmt.Errorf("create profile: %w", err)
+	}
+	if _, err := f.ReadFrom(resp.Body); err != nil {
+		f.Close()
+		return "", fmt.Errorf("save profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("save profile: %w", err)
+	}
+	return pprofTop(file, args...)
+}
+
+// pprofTop runs go tool pprof -top with args on this binary's profile.
+func pprofTop(file string, args ...string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find own binary: %w", err)
+	}
+	out, err := exec.Command("go", append(append([]string{"tool", "pprof", "-top"}, args...), self, file)...).Output()
+	if err != nil {
+		return "", fmt.Errorf("pprof -top: %w", err)
+	}
+	return string(out), nil
+}
+
+// stageNodes are the profile nodes that show where the proxy's time goes
+// by stage: nodeproxy's functions, the kernel calls, the access log's
+// slog call, the clock, allocation and the JWT and informer lookups.
+const stageNodes = `nodeproxy|slog\.\(\*Logger\)\.LogAttrs|^time\.Now$|Syscall6|gcBgMarkWorker|^runtime\.mallocgc$|jwt|informer`
+
+// proxyMem reads the n1 proxy's RSS and Go memory figures.
+func (s *servers) proxyMem() (proxyMemory, error) {
+	var m proxyMemory
+	rss, err := procstat.RSS(s.proxy.pid())
+	if err != nil {
+		return m, err
+	}
+	m.RSS = rss
+	resp, err := http.Get("http://" + s.proxyDebug + "/stats")
+	if err != nil {
+		return m, fmt.Errorf("proxy stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&m.memStats); err != nil {
+		return m, fmt.Errorf("decode proxy stats: %w", err)
+	}
+	return m, nil
+}
+
+// profileProxy records the proxy's CPU profile under 64 connections of
+// 1 KiB requests and returns pprof's top functions.
+func profileProxy(c config, s *servers) (string, error) {
+	secs := int(c.duration.Seconds()) + 1
+	done := make(chan error, 1)
+	go func() {
+		pc := c
+		pc.duration = time.Duration(secs+1) * time.Second
+		_, err := s.runHTTP(pc, viaProxy, 1<<10, 64, 0)
+		done <- err
+	}()
+	time.Sleep(c.warmup)
+	top, err := saveProfile(s, c.profile, "proxy-cpu.pprof", fmt.Sprintf("/profile?seconds=%d", secs), "-nodecount=20")
+	if werr := <-done; err == nil {
+		err = werr
+	}
+	if err != nil {
+		return top, err
+	}
+	stages, err := pprofTop(filepath.Join(c.profile, "proxy-cpu.pprof"), "-cum", "-nodecount=30", "-show="+stageNodes)
+	return top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages, err
+}

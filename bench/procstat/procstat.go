@@ -1,0 +1,69 @@
+// Package procstat reads a process's memory and CPU figures from /proc.
+package procstat
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RSS returns the resident set size (VmRSS) of process pid in bytes; pid
+// 0 means this process.
+func RSS(pid int) (int64, error) { return field(pid, "VmRSS:") }
+
+// Peak returns the peak resident set size (VmHWM) of process pid in bytes.
+func Peak(pid int) (int64, error) { return field(pid, "VmHWM:") }
+
+// field reads a kB figure of /proc/<pid>/status.
+func field(pid int, name string) (int64, error) {
+	path := "/proc/self/status"
+	if pid != 0 {
+		path = fmt.Sprintf("/proc/%d/status", pid)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("read process status: %w", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		rest, ok := strings.CutPrefix(s.Text(), name)
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse %s %q: %w", name, rest, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("%s missing from %s", name, path)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times; it is 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// CPU returns the user plus system CPU time process pid has used.
+func CPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read process stat: %w", err)
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after its closing parenthesis, where field 3 (state) starts.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short process stat %q", s)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse process stat %q", s)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/sandgate/sandgate/bench/baseline"
+	"github.com/sandgate/sandgate/bench/feed"
+	"github.com/sandgate/sandgate/bench/lifecycle"
+	"github.com/sandgate/sandgate/bench/load"
+	"github.com/sandgate/sandgate/bench/node"
+	"github.com/sandgate/sandgate/bench/origin"
+	"github.com/sandgate/sandgate/bench/scale"
+	"github.com/sandgate/sandgate/internal/informer"
+)
+
+// Users of the data path: alice's pod runs on node n1, bob's on n2.
+var (
+	nodes = []feed.Node{{Name: "n1", IP: "127.0.0.1"}, {Name: "n2", IP: "127.0.0.2"}}
+	users = []string{"alice", "bob"}
+)
+
+// served is what a server role reports once it listens.
+type served struct {
+	Addr  string `json:"addr"`
+	Debug string `json:"debug,omitempty"`
+}
+
+// proxySpec configures the proxy role.
+type proxySpec struct {
+	// Node is 0 (n1) or 1 (n2); the proxy listens on that node's IP.
+	Node     int    `json:"node"`
+	App      string `json:"app"`
+	PeerPort int    `json:"peer_port"`
+	JWKS     []byte `json:"jwks"`
+}
+
+// httpSpec configures the http role.
+type httpSpec struct {
+	Load load.Options `json:"load"`
+}
+
+// streamSpec configures the sse, wsecho and wsidle roles.
+type streamSpec struct {
+	URL    string `json:"url"`
+	Host   string `json:"host"`
+	Cookie string `json:"cookie"`
+	N      int    `json:"n"`
+	Size   int    `json:"size"`
+}
+
+// idleOpen is what wsidle reports once its sockets are open.
+type idleOpen struct {
+	Open int    `json:"open"`
+	Err  string `json:"err,omitempty"`
+}
+
+// runRole runs one part of the bench in this process.
+func runRole(ctx context.Context, role, spec string) error {
+	decode := func(v any) error {
+		if err := json.Unmarshal([]byte(spec), v); err != nil {
+			return fmt.Errorf("decode spec: %w", err)
+		}
+		return nil
+	}
+	switch role {
+	case "app":
+		return serveApp()
+	case "baseline":
+		var app string
+		if err := decode(&app); err != nil {
+			return err
+		}
+		return serveBaseline(app)
+	case "proxy":
+		var s proxySpec
+		if err := decode(&s); err != nil {
+			return err
+		}
+		return serveProxy(ctx, s)
+	case "http":
+		var s httpSpec
+		if err := decode(&s); err != nil {
+			return err
+		}
+		return emit(load.Run(ctx, s.Load))
+	case "sse":
+		var s streamSpec
+		if err := decode(&s); err != nil {
+			return err
+		}
+		d, err := load.Events(ctx, s.URL, s.Host, s.Cookie)
+		if err != nil {
+			return err
+		}
+		return emit(load.Summarise(d))
+	case "wsecho":
+		var s streamSpec
+		if err := decode(&s); err != nil {
+			return err
+		}
+		d, err := load.Echo(ctx, s.URL, s.Host, s.Cookie, s.N, s.Size)
+		if err != nil {
+			return err
+		}
+		return emit(load.Summarise(d))
+	case "wsidle":
+		var s streamSpec
+		if err := decode(&s); err != nil {
+			return err
+		}
+		conns, err := load.Idle(ctx, s.URL, s.Host, s.Cookie, s.N, 16)
+		r := idleOpen{Open: len(conns)}
+		if err != nil {
+			r.Err = err.Error()
+		}
+		if err := emit(r); err != nil {
+			return err
+		}
+		waitParent()
+		for _, c := range conns {
+			c.Close()
+		}
+		return nil
+	case "sessions":
+		return emit(runSessions())
+	case "scale":
+		var s struct {
+			Users int    `json:"users"`
+			JWKS  []byte `json:"jwks"`
+		}
+		if err := decode(&s); err != nil {
+			return err
+		}
+		r, err := scale.Run(ctx, s.Users, s.JWKS)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	case "lifecycle":
+		r, err := lifecycle.Run(ctx)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	}
+	return fmt.Errorf("unknown role %q", role)
+}
+
+// serveApp runs the origin on a loopback port until the orchestrator
+// closes stdin.
+func serveApp() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := origin.New()
+	go srv.Serve(ln)
+	if err := emit(served{Addr: ln.Addr().String()}); err != nil {
+		return err
+	}
+	waitParent()
+	return srv.Shutdown()
+}
+
+// serveBaseline runs the httputil.ReverseProxy baseline in front of app
+// until the orchestrator closes stdin.
+func serveBaseline(app string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: baseline.New(&url.URL{Scheme: "http", Host: app}), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	if err := emit(served{Addr: ln.Addr().String()}); err != nil {
+		return err
+	}
+	waitParent()
+	return srv.Close()
+}
+
+// serveProxy runs a node proxy for node s.Node over fed caches that hold
+// both users, with every local pod at s.App.
+func serveProxy(ctx context.Context, s proxySpec) error {
+	host, port, err := net.SplitHostPort(s.App)
+	if err != nil {
+		return fmt.Errorf("app address: %w", err)
+	}
+	p, _ := strconv.Atoi(port)
+	me := nodes[s.Node]
+	lists := feed.Build(feed.Options{
+		Namespace: node.Namespace, Users: len(users), User: func(i int) string { return users[i] },
+		Nodes: nodes, Place: func(i int) int { return i }, Local: me.Name, PodIP: host, PodPort: int32(p),
+	})
+	idx, err := informer.New(lists.Informer(informer.Options{Namespace: node.Namespace, NodeName: me.Name}))
+	if err != nil {
+		return fmt.Errorf("build index: %w", err)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go idx.Run(ctx)
+	if err := idx.WaitForSync(ctx); err != nil {
+		return err
+	}
+	px, err := node.New(node.Options{Name: me.Name, Index: idx, JWKS: s.JWKS, PeerPort: s.PeerPort})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(me.IP, "0"))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	dbg, err := serveDebug()
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- px.Serve(ctx, ln) }()
+	if err := emit(served{Addr: ln.Addr().String(), Debug: dbg}); err != nil {
+		return err
+	}
+	waitParent()
+	stop()
+	return <-done
+}
