@@ -206,7 +206,7 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	b.forwardControl(upstream, client)
 	var wg sync.WaitGroup
 	wg.Go(func() { b.pump(client, upstream, true) })
-	wg.Go(func() { b.pump(upstream, client, false) })
+	b.pump(upstream, client, false) // on this goroutine: one stack fewer per bridge
 	wg.Wait()
 	b.life.Lock()
 	b.over = true
