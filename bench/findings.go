@@ -58,19 +58,18 @@ proxy's p99 was still 2.8-16.5 ms. Next step: a runtime/trace of the proxy at ha
 (GOMAXPROCS=1, 64 connections) to see whether the delay is goroutine scheduling, netpoll, or the
 connection pool to the app, and the same run with the proxy at GOMAXPROCS=2 on its core.
 
-### <= 32 KiB RSS per bridged WebSocket (not met: 33-35 KiB)
+### <= 32 KiB RSS per bridged WebSocket (met since the pooled buffers: about 30 KiB, was 33-35 KiB)
 
 The heap profile with the sockets open (above) accounts for it. Per bridged socket the proxy keeps
 fasthttp's server read buffer of the hijacked client connection (16 KiB = MaxHeaderBytes: fasthttp
 hands its bufio.Reader to the hijack handler for the connection's life; mostly untouched pages, so
-it costs RSS only where touched), a 4 KiB read and a 4 KiB write buffer on each side from
-fasthttp/websocket (16 KiB), and three goroutines (10 KiB of stack: the hijack goroutine waits while
-two pumps copy). What would close it, in internal/nodeproxy/server.go and ws.go: a shared
-WriteBufferPool on the upgrader and the dialer (write buffers held only while a message is written,
-about -8 KiB per socket), running one pump on the hijack goroutine (one goroutine fewer, about
--3 KiB), and 1-2 KiB read buffers for the mostly idle sockets. 10,000 sockets do not fit here:
-RLIMIT_NOFILE is capped at 20,000 and cannot be raised in this container, and the proxy needs two
-descriptors per bridge, so the bench opens as many as fit and says so.
+it costs RSS only where touched), a 4 KiB read buffer on each side from fasthttp/websocket, write
+buffers only while a message is written (a WriteBufferPool shared by the upgrader and the dialer),
+and two goroutines (the hijack goroutine runs one pump itself). The profile before those two changes
+showed 4 KiB write buffers held on each side and a third, waiting goroutine: 33-35 KiB per socket.
+1-2 KiB read buffers for the mostly idle sockets would take a few KiB more. 10,000 sockets do not fit
+here: RLIMIT_NOFILE is capped at 20,000 and cannot be raised in this container, and the proxy needs
+two descriptors per bridge, so the bench opens as many as fit and says so.
 
 ### Wake overhead, suspend lag
 
@@ -84,10 +83,11 @@ lag; with the production REPORT_INTERVAL of 10 s expect about 20-30 s.
 
 ### Found on the way
 
-Stopping a node proxy (Serve's context ends) while many WebSocket bridges are ending can crash it:
-wsRegistry.closeAll copies the open bridges, unlocks, then calls goingAway on each; a bridge that
-finished meanwhile has had its client connection released by fasthttp (hijackConn.Conn == nil, or
-reused by another connection), and goingAway's SetReadDeadline panics with a nil pointer
-dereference (internal/nodeproxy/ws.go goingAway, seen once after closing 9,872 sockets). The bench
-now waits for the bridges to end before stopping its proxies.
+Stopping a node proxy (Serve's context ends) while many WebSocket bridges were ending could crash
+it: wsRegistry.closeAll copied the open bridges, unlocked, then called goingAway on each; a bridge
+that finished meanwhile had had its client connection released by fasthttp (hijackConn.Conn == nil,
+or reused by another connection), and goingAway's SetReadDeadline panicked with a nil pointer
+dereference (seen once after closing 9,872 sockets). Fixed in internal/nodeproxy/ws.go: a bridge
+marks itself over, under a lock goingAway takes, before its connections are closed. The bench
+still waits for the bridges to end before stopping its proxies.
 `
