@@ -22,6 +22,9 @@ type metrics struct {
 	suspends *prometheus.CounterVec // label result: ok, conflict, error
 	reports  *prometheus.CounterVec // label result: accepted, not_leader
 	leader   prometheus.Gauge
+	// heldOff counts suspends put off because a node's report was
+	// overdue; a steady rise means a node proxy cannot report.
+	heldOff prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,6 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "sandgate", Subsystem: "sweeper", Name: "leader",
 			Help: "1 while this replica leads and sweeps, else 0.",
 		}),
+		heldOff: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "sweeper", Name: "suspends_held_off_total",
+			Help: "Idle sandboxes not suspended in a sweep because a node's activity report was overdue.",
+		}),
 	}
 	for _, r := range []string{suspendOK, suspendConflict, suspendError} {
 		m.suspends.WithLabelValues(r)
@@ -48,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.suspends, m.reports, m.leader} {
+	for _, c := range []prometheus.Collector{m.suspends, m.reports, m.leader, m.heldOff} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register sweeper metrics: %w", err)
 		}

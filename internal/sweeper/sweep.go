@@ -83,6 +83,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 			continue
 		}
 		if lagging != "" {
+			s.m.heldOff.Inc()
 			s.log.Debug("suspend held off until an overdue node reports", "sandbox", sb.Name, "node", lagging)
 			continue
 		}

@@ -431,6 +431,9 @@ func TestOverdueNodeHoldsOffSuspend(t *testing.T) {
 				}
 				at(start, 10*time.Minute+5*time.Second)
 				expectPatches(t, f, "B overdue: idleness unproven")
+				if n := testutil.ToFloat64(s.m.heldOff); n < 1 {
+					t.Errorf("held-off suspends metric %v while B is overdue", n)
+				}
 				if tt.late > 0 {
 					at(start, 10*time.Minute+time.Second)
 					if tt.traffic {
