@@ -112,7 +112,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: bench
-bench: controlplane ## measure data path, sessions, scale and lifecycle into bench/RESULTS.md (about 3 min; not in make test)
+bench: controlplane ## measure data path, sessions, scale and lifecycle into bench/RESULTS.md (about 4 min; not in make test)
 	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
 	$(GO) build -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -out bench/RESULTS.md $(BENCH_FLAGS)
