@@ -42,13 +42,13 @@ func (p *Proxy) appHost(ctx *fasthttp.RequestCtx, x *exchange) string {
 	return string(ctx.Host())
 }
 
-// appOrigin is the Origin to send the app instead of origin, or "" to
-// keep it: on a user origin the app is told the main host, so a
+// appOrigin is the Origin to send the app instead of origin for a request
+// on a user origin, or "" to keep it: the app is told the main host, so a
 // same-origin request's Origin (the user origin) becomes the main origin
 // to match, as apps and WebSocket upgraders compare the two. A foreign
 // Origin is kept, and stays foreign.
 func (p *Proxy) appOrigin(x *exchange, origin []byte) string {
-	if x.route.origin == "" || !strings.EqualFold(string(origin), x.route.origin) {
+	if !strings.EqualFold(string(origin), x.route.origin) {
 		return ""
 	}
 	return p.opts.PublicOrigin

@@ -28,9 +28,11 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		p.policy.copyToApp(h, &ctx.Request.Header)
 		x.fwd.set(h)
 		h.Set("Cookie", up.cookie)
-		h.SetHost(up.target.Host)
-		if o := p.appOrigin(x, h.Peek("Origin")); o != "" {
-			h.Set("Origin", o)
+		if x.route.origin != "" {
+			h.SetHost(up.target.Host)
+			if o := p.appOrigin(x, h.Peek("Origin")); o != "" {
+				h.Set("Origin", o)
+			}
 		}
 	}
 	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) { headers(h, up) })

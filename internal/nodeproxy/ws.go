@@ -29,9 +29,11 @@ func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		h := p.policy.httpHeaderForApp(&ctx.Request.Header)
 		x.fwd.setHTTP(h)
 		h.Set("Cookie", up.cookie)
-		h.Set("Host", up.target.Host)
-		if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
-			h.Set("Origin", o)
+		if x.route.origin != "" {
+			h.Set("Host", up.target.Host)
+			if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
+				h.Set("Origin", o)
+			}
 		}
 		return p.dialUpstreamWS(ctx, "ws://"+up.target.Addr+x.route.target, h)
 	}
