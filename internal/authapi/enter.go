@@ -3,14 +3,11 @@ package authapi
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -90,13 +87,9 @@ type redeemRequest struct {
 // renewal's, with the origin's host-only cookie.
 func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
 	var req redeemRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRenewBody))
-	if err != nil {
-		s.fail(w, r, bodyError(err))
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil || req.Code == "" || req.Origin == "" {
-		s.fail(w, r, badRequest("send {\"code\": \"<entry code>\", \"origin\": \"<origin>\"}"))
+	if err := readInternalJSON(w, r, maxRenewBody, &req, func() bool { return req.Code != "" && req.Origin != "" },
+		`{"code": "<entry code>", "origin": "<origin>"}`); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	c, err := s.entryVerifier.Verify(req.Code)
@@ -128,18 +121,5 @@ func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opts.Metrics.Entries.WithLabelValues("ok").Inc()
 	s.log.Info("entered user origin", "user", c.User, "caller", Caller(r))
-	ck := s.originCookie(tok, oc)
-	writeJSON(w, http.StatusOK, renewResponse{
-		Token: tok, User: oc.User, ExpiresAt: oc.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
-	})
-}
-
-// originCookie carries an origin session on its user origin: host-only (no
-// Domain), so no other origin, sibling or parent, ever receives it.
-func (s *Server) originCookie(token string, c jwt.Claims) *http.Cookie {
-	left := c.AuthTime.Add(s.opts.CookieMaxAge).Sub(s.opts.Now())
-	return &http.Cookie{
-		Name: s.opts.OriginCookieName, Value: token, Path: "/",
-		MaxAge: max(int(left/time.Second), 1), HttpOnly: true, Secure: s.opts.CookieSecure, SameSite: http.SameSiteLaxMode,
-	}
+	s.writeSession(w, originSession, tok, oc)
 }

@@ -1,9 +1,7 @@
 package authapi
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -36,13 +34,8 @@ type renewResponse struct {
 // TokenReview guard admits reach it.
 func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 	var req renewRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRenewBody))
-	if err != nil {
-		s.fail(w, r, bodyError(err))
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil || req.Token == "" {
-		s.fail(w, r, badRequest("send {\"token\": \"<session token>\"}"))
+	if err := readInternalJSON(w, r, maxRenewBody, &req, func() bool { return req.Token != "" }, `{"token": "<session token>"}`); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	kind := mainSession
@@ -69,11 +62,5 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opts.Metrics.Renewals.WithLabelValues("ok").Inc()
 	s.log.Debug("session renewed", "user", c.User, "caller", Caller(r))
-	ck := s.sessionCookie(tok, renewed)
-	if kind == originSession {
-		ck = s.originCookie(tok, renewed)
-	}
-	writeJSON(w, http.StatusOK, renewResponse{
-		Token: tok, User: renewed.User, ExpiresAt: renewed.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
-	})
+	s.writeSession(w, kind, tok, renewed)
 }

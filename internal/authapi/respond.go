@@ -2,8 +2,11 @@ package authapi
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/jwt"
 )
 
 // writeJSON sends v with code.
@@ -47,3 +50,27 @@ func seeOther(w http.ResponseWriter, r *http.Request, to string) {
 
 // since is the age of start in seconds, for histograms.
 func since(start time.Time) float64 { return time.Since(start).Seconds() }
+
+// readInternalJSON reads an internal call's JSON body of at most limit
+// bytes into v. A body that is unreadable, too large, not JSON, or fails
+// complete is answered with the usage hint.
+func readInternalJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, complete func() bool, hint string) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return bodyError(err)
+	}
+	if json.Unmarshal(body, v) != nil || !complete() {
+		return badRequest("send %s", hint)
+	}
+	return nil
+}
+
+// writeSession answers a renewal or a redemption: the token of kind, its
+// claims, and the Set-Cookie value that carries it, so cookie attributes
+// are decided in the auth API only.
+func (s *Server) writeSession(w http.ResponseWriter, kind tokenKind, tok string, c jwt.Claims) {
+	ck := s.sessionCookie(kind, tok, c)
+	writeJSON(w, http.StatusOK, renewResponse{
+		Token: tok, User: c.User, ExpiresAt: c.Expiry.Unix(), MaxAge: ck.MaxAge, SetCookie: ck.String(),
+	})
+}

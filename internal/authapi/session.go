@@ -25,7 +25,7 @@ func (s *Server) startSession(w http.ResponseWriter, a account.Account) (jwt.Cla
 	if err != nil {
 		return jwt.Claims{}, err
 	}
-	http.SetCookie(w, s.sessionCookie(tok, c))
+	http.SetCookie(w, s.sessionCookie(mainSession, tok, c))
 	return c, nil
 }
 
@@ -35,13 +35,19 @@ func (s *Server) renewToken(kind tokenKind, c jwt.Claims) (string, jwt.Claims, e
 	return s.keys.signAs(kind, jwt.Claims{User: c.User, SessionID: c.SessionID, AuthTime: c.AuthTime, Epoch: c.Epoch, Origin: c.Origin})
 }
 
-// sessionCookie carries token until the session's maximum age: every
-// renewal sets the same end, so the browser drops the cookie when the
-// session could no longer be renewed.
-func (s *Server) sessionCookie(token string, c jwt.Claims) *http.Cookie {
+// sessionCookie carries a token of kind until the session's maximum age:
+// every renewal sets the same end, so the browser drops the cookie when
+// the session could no longer be renewed. An origin session's cookie has
+// its own name and, like the main one, no Domain: host-only, so no other
+// origin, sibling or parent, ever receives it.
+func (s *Server) sessionCookie(kind tokenKind, token string, c jwt.Claims) *http.Cookie {
+	name := s.opts.CookieName
+	if kind == originSession {
+		name = s.opts.OriginCookieName
+	}
 	left := c.AuthTime.Add(s.opts.CookieMaxAge).Sub(s.opts.Now())
 	return &http.Cookie{
-		Name: s.opts.CookieName, Value: token, Path: "/",
+		Name: name, Value: token, Path: "/",
 		MaxAge: max(int(left/time.Second), 1), HttpOnly: true, Secure: s.opts.CookieSecure, SameSite: http.SameSiteLaxMode,
 	}
 }
@@ -93,7 +99,7 @@ func (s *Server) readSession(w http.ResponseWriter, r *http.Request) (session, e
 		if err != nil {
 			return session{}, err
 		}
-		http.SetCookie(w, s.sessionCookie(tok, renewed))
+		http.SetCookie(w, s.sessionCookie(mainSession, tok, renewed))
 		c = renewed
 	}
 	return session{claims: c, account: a, claim: claim}, nil

@@ -1,9 +1,7 @@
 package authapi
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,14 +40,10 @@ type wakeResponse struct {
 // Unknown users, foreign claims and Sandboxes no managed claim owns are
 // 404. Only callers the TokenReview guard admits reach it.
 func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWakeBody))
-	if err != nil {
-		s.fail(w, r, bodyError(err))
-		return
-	}
 	var req wakeRequest
-	if err := json.Unmarshal(body, &req); err != nil || (req.User == "") == (req.Sandbox == "") {
-		s.fail(w, r, badRequest(`send {"user": "<user>"} or {"namespace": "<namespace>", "sandbox": "<name>"}`))
+	if err := readInternalJSON(w, r, maxWakeBody, &req, func() bool { return (req.User == "") != (req.Sandbox == "") },
+		`{"user": "<user>"} or {"namespace": "<namespace>", "sandbox": "<name>"}`); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	c, err := s.wakeTarget(req)

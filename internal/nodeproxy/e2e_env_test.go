@@ -407,7 +407,13 @@ func (p *platform) get(i int, path string, hdr map[string]string) *http.Response
 // getAt is get with another Host.
 func (p *platform) getAt(i int, host, path string, hdr map[string]string) *http.Response {
 	p.t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+p.nodes[i].addr+path, nil)
+	return p.send(i, http.MethodGet, host, path, hdr)
+}
+
+// send is a request with any method to node i's proxy for host.
+func (p *platform) send(i int, method, host, path string, hdr map[string]string) *http.Response {
+	p.t.Helper()
+	req, err := http.NewRequest(method, "http://"+p.nodes[i].addr+path, nil)
 	if err != nil {
 		p.t.Fatal(err)
 	}

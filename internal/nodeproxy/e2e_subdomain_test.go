@@ -220,24 +220,6 @@ func findCookie(resp *http.Response, name string) *http.Cookie {
 	return nil
 }
 
-// send is a request with any method to node i's proxy for host.
-func (p *platform) send(i int, method, host, path string, hdr map[string]string) *http.Response {
-	p.t.Helper()
-	req, err := http.NewRequest(method, "http://"+p.nodes[i].addr+path, nil)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Host = host
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := e2eClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return resp
-}
-
 // mint opens /u/<user><path> on the main host through node i with the main
 // session and returns the entry URL it is sent to.
 func (p *platform) mint(i int, user, session, path string) *url.URL {
