@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/logbuf"
 )
 
 var cluster *controlplane.ControlPlane
@@ -44,24 +44,6 @@ func TestMain(m *testing.M) {
 }
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-
-// syncBuffer is a writer the server logs to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func runCmd(t *testing.T, args []string, e map[string]string, stdin string) (int, string, string) {
 	t.Helper()
@@ -232,7 +214,7 @@ func TestServeAndShutDown(t *testing.T) {
 	pub, ops := freePort(t), freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	go func() {
 		done <- run(ctx, nil, env(map[string]string{
 			"KUBECONFIG": kubeconfig, "NAMESPACE": ns, "LISTEN_ADDR": pub, "OPS_ADDR": ops,

@@ -1,7 +1,6 @@
 package authapi
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -113,33 +113,15 @@ type instance struct {
 	http   *httptest.Server
 	cancel context.CancelFunc
 	done   chan error
-	logs   *syncBuffer
+	logs   *logbuf.Buffer
 	once   sync.Once
-}
-
-// syncBuffer collects logs from concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // start runs a replica with e.options() edited by edit and waits for Ready.
 func (e *env) start(t *testing.T, edit func(*Options)) *instance {
 	t.Helper()
 	o := e.options()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	o.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if edit != nil {
 		edit(&o)

@@ -26,6 +26,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
@@ -78,7 +79,7 @@ type platform struct {
 	sb      *sandboxapi.Client
 	sweeper *sweeper.Sweeper
 	nodes   []*platformNode
-	logs    *syncBuffer
+	logs    *logbuf.Buffer
 }
 
 // platformNode is one node's proxy and the informer index it routes and
@@ -91,24 +92,6 @@ type platformNode struct {
 	reg  *prometheus.Registry
 }
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
 // startPlatform starts the platform in routing mode with the sweeper
 // stopped (see sweep); everything stops when t ends.
 func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
@@ -118,7 +101,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	sim := simtest.Start(t, cp, simtest.Options{
 		Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay},
 	})
-	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}}
+	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	authLn, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,25 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/internal/logbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of slog.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // harness is a Handshaker wired to a crafted log directory and a fake app.
 type harness struct {
@@ -40,7 +23,7 @@ type harness struct {
 	app    *fakeApp
 	logs   *podLogs
 	crier  *crier
-	logBuf *syncBuffer
+	logBuf *logbuf.Buffer
 	token  string
 	cookie string // Set-Cookie value name=value the app sends
 	target Target
@@ -50,7 +33,7 @@ const testAddr = "10.1.2.3:3080"
 
 func newHarness(t *testing.T, mod func(*Options)) *harness {
 	t.Helper()
-	x := &harness{t: t, logs: newPodLogs(t), crier: newCrier(), logBuf: &syncBuffer{}}
+	x := &harness{t: t, logs: newPodLogs(t), crier: newCrier(), logBuf: &logbuf.Buffer{}}
 	x.token = testToken("launch " + t.Name())
 	x.cookie = "dsh-auth-3080=" + testToken("cookie "+t.Name())
 	x.logs.write("0.log", x.crier.out("booting"), x.crier.out(launchLine(x.token)), x.crier.out("ready"))

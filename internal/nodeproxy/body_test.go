@@ -65,7 +65,7 @@ func TestExpectContinueTooLarge(t *testing.T) {
 		t.Errorf("Expect: 100-continue with a large body: %q, want 413", status)
 	}
 	eventually(t, "413 logged", func() bool {
-		for _, l := range h.logs.accessLines(t) {
+		for _, l := range accessLines(t, h.logs) {
 			if l["status"] == float64(413) {
 				return true
 			}
@@ -88,7 +88,7 @@ func TestAbortedUploadNeverReachesApp(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	c.Close()
 	eventually(t, "499 in the access log", func() bool {
-		for _, l := range h.logs.accessLines(t) {
+		for _, l := range accessLines(t, h.logs) {
 			if l["status"] == float64(499) && l["user"] == "alice" {
 				return true
 			}
@@ -120,7 +120,7 @@ func TestUpstream401RefreshesOnce(t *testing.T) {
 		t.Errorf("retried request body %d bytes, want 7", e.BodyLength)
 	}
 	var retried bool
-	for _, l := range h.logs.accessLines(t) {
+	for _, l := range accessLines(t, h.logs) {
 		if l["retried_401"] == true {
 			retried = true
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
@@ -47,7 +48,7 @@ type platform struct {
 	authURL  string
 	nodes    []*platformNode
 	requests atomic.Int64 // API requests made by the node proxies
-	logs     *syncBuffer
+	logs     *logbuf.Buffer
 
 	// With platformOptions.Idle: every auth API replica's URL (authURL is
 	// the first), their sweepers, and the PATCH requests on Sandboxes the
@@ -134,7 +135,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	cp := controlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
-	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &syncBuffer{}, subdomain: o.Subdomain}
+	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}, subdomain: o.Subdomain}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	// The auth API, as the admin (its own RBAC is tested in its package):

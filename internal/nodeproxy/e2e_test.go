@@ -46,7 +46,7 @@ func TestE2EPlatform(t *testing.T) {
 		if n := handshakesOf(t, p.nodes[other].reg) - otherBefore; n != 0 {
 			t.Errorf("%s (not the pod's node) did %v handshakes for alice", p.nodes[other].name, n)
 		}
-		for _, l := range p.logs.accessLines(t) {
+		for _, l := range accessLines(t, p.logs) {
 			if l["user"] == "alice" && l["process"] == p.nodes[other].name && l["upstream"] == upstreamPod {
 				t.Errorf("%s reached alice's pod directly: %v", p.nodes[other].name, l)
 			}

@@ -2,7 +2,6 @@ package nodeproxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
 )
 
@@ -36,26 +36,8 @@ const (
 	testLifetime = 10 * time.Minute
 )
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // accessLines returns the access log records.
-func (s *syncBuffer) accessLines(t *testing.T) []map[string]any {
+func accessLines(t *testing.T, s *logbuf.Buffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for line := range strings.SplitSeq(s.String(), "\n") {
@@ -253,7 +235,7 @@ type harness struct {
 	signer *jwt.Signer
 	ver    *jwt.Verifier
 	dir    *fakeDir
-	logs   *syncBuffer
+	logs   *logbuf.Buffer
 	auth   *fakeAuthAPI
 	nodes  map[string]*node
 	pods   map[string]*pod // by user
@@ -271,7 +253,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		t:     t,
 		clock: &clock{},
 		dir:   &fakeDir{entries: map[string]informer.Entry{}, nodeIPs: map[string]bool{}},
-		logs:  &syncBuffer{},
+		logs:  &logbuf.Buffer{},
 		nodes: map[string]*node{},
 		pods:  map[string]*pod{},
 	}

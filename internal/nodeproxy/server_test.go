@@ -166,7 +166,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	if strings.Contains(logs, "dsh-auth-") {
 		t.Error("a log line names the app's cookie")
 	}
-	if n := len(h.logs.accessLines(t)); n < 4 {
+	if n := len(accessLines(t, h.logs)); n < 4 {
 		t.Errorf("%d access log lines, want one per request", n)
 	}
 }

@@ -1,7 +1,6 @@
 package agentapp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -14,28 +13,12 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/logbuf"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// syncBuffer is a goroutine-safe stand-in for the kubelet's log writer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var launchLine = regexp.MustCompile(`(?m)^dsh web: listening on http://(\S+)/\?token=([A-Za-z0-9_-]{43})$`)
@@ -47,8 +30,8 @@ type testApp struct {
 	base   string // http://addr
 	token  string // read back from stdout, like the handshake does
 	opts   Options
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *logbuf.Buffer
+	stderr *logbuf.Buffer
 	client *http.Client
 	stop   func() error
 }
@@ -65,7 +48,7 @@ func startAppOn(t *testing.T, host string, opts Options) *testApp {
 	if opts.DataDir == "" {
 		opts.DataDir = t.TempDir()
 	}
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &logbuf.Buffer{}, &logbuf.Buffer{}
 	opts.Stdout, opts.Stderr = stdout, stderr
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
