@@ -29,14 +29,22 @@ func expectPatches(t *testing.T, f *fakeCluster, when string, want ...string) {
 	}
 }
 
+// sweepingBob starts a leading sweeper with options o over a cluster that
+// holds bob's managed claim on Sandbox pool-a; the term ends with t.
+func sweepingBob(t *testing.T, o Options) (*fakeCluster, *Sweeper) {
+	t.Helper()
+	f := newFakeCluster()
+	f.addClaim("dsh-bob", "pool-a", true)
+	s := newTestSweeper(t, o, f)
+	_, stop := startTerm(t, s)
+	t.Cleanup(stop)
+	return f, s
+}
+
 func TestIdleSandboxSuspendedAfterIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
-		s := newTestSweeper(t, testOptions(), f)
-		_, stop := startTerm(t, s)
-		defer stop()
+		f, s := sweepingBob(t, testOptions())
 		a := newNode("node-a")
 		a.touch("pool-a")
 		s.Observe(a.report())
@@ -59,12 +67,8 @@ func TestIdleSandboxSuspendedAfterIdleTimeout(t *testing.T) {
 func TestInFlightOnOtherNodeKeepsSandbox(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
 		o := testOptions()
-		s := newTestSweeper(t, o, f)
-		_, stop := startTerm(t, s)
-		defer stop()
+		f, s := sweepingBob(t, o)
 
 		// Node A saw the sandbox once and then nothing; node B holds a long,
 		// silent request (an agent thinking) and reports it every interval.
@@ -92,12 +96,8 @@ func TestInFlightOnOtherNodeKeepsSandbox(t *testing.T) {
 func TestSilentNodeCountsZero(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
 		o := testOptions()
-		s := newTestSweeper(t, o, f)
-		_, stop := startTerm(t, s)
-		defer stop()
+		f, s := sweepingBob(t, o)
 
 		b := newNode("node-b")
 		b.work("pool-a", 1, 0) // a request began at start on B
@@ -125,13 +125,9 @@ func TestOpenWebSocket(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				f := newFakeCluster()
-				f.addClaim("dsh-bob", "pool-a", true)
 				o := testOptions()
 				o.CountOpenConnections = tt.countOpenConnections
-				s := newTestSweeper(t, o, f)
-				_, stop := startTerm(t, s)
-				defer stop()
+				f, s := sweepingBob(t, o)
 				a := newNode("node-a")
 				a.work("pool-a", 0, 1) // a WebSocket opened at start
 				tick := time.NewTicker(o.ReportInterval)
@@ -230,12 +226,8 @@ func TestWokenSandboxRestartsItsClock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				f := newFakeCluster()
-				f.addClaim("dsh-bob", "pool-a", true)
 				o := testOptions()
-				s := newTestSweeper(t, o, f)
-				_, stop := startTerm(t, s)
-				defer stop()
+				f, _ := sweepingBob(t, o)
 				at(start, o.IdleTimeout)
 				expectPatches(t, f, "after IDLE_TIMEOUT", "pool-a")
 				woken := start.Add(o.IdleTimeout + tt.wakeAt)
@@ -412,12 +404,8 @@ func TestOverdueNodeHoldsOffSuspend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				f := newFakeCluster()
-				f.addClaim("dsh-bob", "pool-a", true)
 				o := testOptions()
-				s := newTestSweeper(t, o, f)
-				_, stop := startTerm(t, s)
-				defer stop()
+				f, s := sweepingBob(t, o)
 				a, b := newNode("node-a"), newNode("node-b")
 				a.touch("pool-a")
 				s.Observe(a.report())
