@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
 	"os"
 	"regexp"
@@ -224,7 +223,7 @@ func (c config) validate() error {
 			bad("INTERNAL_ALLOWED_SERVICE_ACCOUNTS entry %q is not system:serviceaccount:<namespace>:<name>", sa)
 		}
 	}
-	if _, err := c.level(); err != nil {
+	if _, err := settings.Level(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
 	if c.CookieName != "" && strings.ContainsAny(c.CookieName, " \t;,=\"") {
@@ -236,8 +235,6 @@ func (c config) validate() error {
 func (c config) trustedProxies() ([]netip.Prefix, error) {
 	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
-
-func (c config) level() (slog.Level, error) { return settings.Level(c.LogLevel) }
 
 // inviteCode returns the invite code, read from its file when one is named.
 func (c config) inviteCode() (string, error) {

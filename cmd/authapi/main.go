@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,8 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
@@ -44,40 +41,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
 	}
 	c, err := load(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "authapi:", err)
-		return 2
-	}
-	if err := c.validate(); err != nil {
-		fmt.Fprintf(stderr, "authapi: invalid configuration:\n%v\n", err)
-		return 2
-	}
-	level, _ := c.level()
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, c, log); err != nil {
-		log.Error("exit", "error", err)
-		return 1
-	}
-	return 0
+	return settings.Serve("authapi", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error { return serve(ctx, c, log) })
 }
 
 // serve wires the auth API and runs it until ctx ends, then shuts down
 // gracefully: readiness drops, listeners stop accepting, requests in flight
 // get SHUTDOWN_TIMEOUT to finish.
 func serve(ctx context.Context, c config, log *slog.Logger) error {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
-	restCfg.UserAgent = "sandgate-authapi"
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("build kube client: %w", err)
-	}
-	sb, err := sandboxapi.NewForConfig(restCfg)
+	kube, sb, err := sandboxapi.NewClients(c.Kubeconfig, "sandgate-authapi")
 	if err != nil {
 		return err
 	}

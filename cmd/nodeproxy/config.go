@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -220,7 +219,7 @@ func (c config) validate() error {
 	if _, err := c.trustedProxies(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := c.level(); err != nil {
+	if _, err := settings.Level(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -258,5 +257,3 @@ func (c config) peerPort() int {
 func (c config) trustedProxies() ([]netip.Prefix, error) {
 	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
-
-func (c config) level() (slog.Level, error) { return settings.Level(c.LogLevel) }

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,8 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
@@ -45,40 +42,14 @@ func main() {
 // usage error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	c, err := load(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "nodeproxy:", err)
-		return 2
-	}
-	if err := c.validate(); err != nil {
-		fmt.Fprintf(stderr, "nodeproxy: invalid configuration:\n%v\n", err)
-		return 2
-	}
-	level, _ := c.level()
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, c, log); err != nil {
-		log.Error("exit", "error", err)
-		return 1
-	}
-	return 0
+	return settings.Serve("nodeproxy", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error { return serve(ctx, c, log) })
 }
 
 // serve wires the node proxy and runs it until ctx ends: listeners are
 // bound first, the proxy starts serving once the informers have synced and
 // the JWKS has loaded (or SYNC_TIMEOUT passed), and shutdown drains.
 func serve(ctx context.Context, c config, log *slog.Logger) error {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
-	}
-	restCfg.UserAgent = "sandgate-nodeproxy"
-	kube, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("build kube client: %w", err)
-	}
-	sb, err := sandboxapi.NewForConfig(restCfg)
+	kube, sb, err := sandboxapi.NewClients(c.Kubeconfig, "sandgate-nodeproxy")
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -100,4 +102,24 @@ func (c *Client) SandboxTemplates(namespace string) *SandboxTemplateClient {
 	return gentype.NewClientWithList("sandboxtemplates", c.extensions, c.params, namespace,
 		func() *extensions.SandboxTemplate { return &extensions.SandboxTemplate{} },
 		func() *extensions.SandboxTemplateList { return &extensions.SandboxTemplateList{} })
+}
+
+// NewClients builds the Kubernetes and sandbox clients of a component from
+// a kubeconfig file (empty: the in-cluster ServiceAccount), identified to
+// the API server by userAgent.
+func NewClients(kubeconfig, userAgent string) (kubernetes.Interface, *Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.UserAgent = userAgent
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build kube client: %w", err)
+	}
+	sb, err := NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kube, sb, nil
 }
