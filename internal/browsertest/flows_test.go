@@ -180,13 +180,7 @@ func signupFlow(s *session, user string) (token string) {
 	})
 	s.do("message posted", stepTimeout, func(ctx context.Context) error {
 		msg := "remember this, " + user
-		if err := typeInto(ctx, "#message-text", msg); err != nil {
-			return err
-		}
-		if err := click(ctx, "#message-send"); err != nil {
-			return err
-		}
-		return until(ctx, "the message in the conversation", fmt.Sprintf(`document.querySelector('#conversation').textContent.includes(%q)`, msg))
+		return postMessage(ctx, msg)
 	})
 	s.do("landing shows the token once", stepTimeout, func(ctx context.Context) error {
 		// The flash cookie set at signup: the first visit of the landing
@@ -388,13 +382,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 		if err := until(ctx, "the agent", s.agentReady(user)); err != nil {
 			return err
 		}
-		if err := typeInto(ctx, "#message-text", msg); err != nil {
-			return err
-		}
-		if err := click(ctx, "#message-send"); err != nil {
-			return err
-		}
-		return until(ctx, "the message in the conversation", fmt.Sprintf(`document.querySelector('#conversation').textContent.includes(%q)`, msg))
+		return postMessage(ctx, msg)
 	})
 	// The agent page's streams are requests in flight, which keep the
 	// sandbox awake: leave it.
@@ -507,4 +495,16 @@ func recreateDeleteFlow(s *session, user, token string) {
 		}
 		return until(ctx, "a refused login", fmt.Sprintf(`document.readyState === 'complete' && location.origin === %q && location.pathname !== '/u/%s/' && !!document.querySelector('.error')`, s.p.mainOrigin(), user))
 	})
+}
+
+// postMessage sends msg from the open agent UI and waits until the
+// conversation shows it.
+func postMessage(ctx context.Context, msg string) error {
+	if err := typeInto(ctx, "#message-text", msg); err != nil {
+		return err
+	}
+	if err := click(ctx, "#message-send"); err != nil {
+		return err
+	}
+	return until(ctx, "the message in the conversation", fmt.Sprintf(`document.querySelector('#conversation').textContent.includes(%q)`, msg))
 }
