@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -26,6 +28,20 @@ type Options struct {
 	// StartTimeout bounds how long etcd and kube-apiserver may take to be ready.
 	StartTimeout time.Duration
 	Logger       *slog.Logger
+	// Nodes configures the API server for a cluster with real nodes
+	// (kubelets, a controller manager, a scheduler); nil serves tests
+	// that have none.
+	Nodes *NodesOptions
+}
+
+// NodesOptions are the API server settings a cluster with real nodes needs.
+type NodesOptions struct {
+	// Address is the IP the API server binds and advertises: one the
+	// nodes can reach.
+	Address string
+	// ServiceCIDR is the Services' range; its first address is the
+	// kubernetes Service's, which the serving certificate also names.
+	ServiceCIDR netip.Prefix
 }
 
 // ServiceAccountIssuer is the issuer of the tokens the API server signs.
@@ -63,7 +79,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			cp.Stop()
 		}
 	}()
-	if cp.pki, err = newPKI(dir); err != nil {
+	if cp.pki, err = newPKI(dir, opts.servingIPs()); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
@@ -114,6 +130,43 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 	return c.waitHTTP(ctx, c.etcd, client+"/health", nil)
 }
 
+// servingIPs are the addresses beyond loopback the serving certificate
+// names.
+func (o Options) servingIPs() []net.IP {
+	if o.Nodes == nil {
+		return nil
+	}
+	first := o.Nodes.ServiceCIDR.Masked().Addr().Next()
+	return []net.IP{net.ParseIP(o.Nodes.Address), net.IP(first.AsSlice())}
+}
+
+// apiServerArgs are the flags that differ between a cluster with nodes and
+// one without.
+func (o Options) apiServerArgs() []string {
+	if o.Nodes == nil {
+		return []string{
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--authorization-mode=RBAC",
+			"--service-cluster-ip-range=10.96.0.0/24",
+			// No controller-manager runs, so nothing creates each namespace's
+			// default ServiceAccount that this plugin would demand of pods.
+			"--disable-admission-plugins=ServiceAccount",
+			"--endpoint-reconciler-type=none",
+		}
+	}
+	return []string{
+		"--bind-address=" + o.Nodes.Address,
+		"--advertise-address=" + o.Nodes.Address,
+		"--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction",
+		"--service-cluster-ip-range=" + o.Nodes.ServiceCIDR.String(),
+		"--endpoint-reconciler-type=lease",
+		// Node names do not resolve; their InternalIPs do.
+		"--kubelet-preferred-address-types=InternalIP",
+	}
+}
+
 // StartAPIServer starts kube-apiserver, or restarts it after StopAPIServer
 // on the same port, and waits until it is ready.
 func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
@@ -123,12 +176,15 @@ func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
 			return err
 		}
 		c.apiPort = ports[0]
-		c.url = "https://127.0.0.1:" + strconv.Itoa(c.apiPort)
+		host := "127.0.0.1"
+		if c.opts.Nodes != nil {
+			host = c.opts.Nodes.Address
+		}
+		c.url = "https://" + net.JoinHostPort(host, strconv.Itoa(c.apiPort))
 	}
 	args := append([]string{}, c.apiArgs...)
+	args = append(args, c.opts.apiServerArgs()...)
 	args = append(args,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(c.apiPort),
 		"--cert-dir="+filepath.Join(c.dir, "certs"),
 		"--tls-cert-file="+c.pki.servingCertPath,
@@ -137,12 +193,6 @@ func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
 		"--service-account-issuer="+ServiceAccountIssuer,
 		"--service-account-key-file="+c.pki.saPubPath,
 		"--service-account-signing-key-file="+c.pki.saKeyPath,
-		"--authorization-mode=RBAC",
-		"--service-cluster-ip-range=10.96.0.0/24",
-		// No controller-manager runs, so nothing creates each namespace's
-		// default ServiceAccount that this plugin would demand of pods.
-		"--disable-admission-plugins=ServiceAccount",
-		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",

@@ -17,13 +17,18 @@ import (
 
 // pki holds the certificates and keys one control plane uses, as PEM.
 type pki struct {
+	ca                          *x509.Certificate
+	caKey                       *ecdsa.PrivateKey
 	caCert, adminCert, adminKey []byte
 	caPath, servingCertPath     string
 	servingKeyPath              string
 	saKeyPath, saPubPath        string
 }
 
-func newPKI(dir string) (*pki, error) {
+// newPKI creates the CA, the API server's serving certificate (valid for
+// loopback, servingIPs and the in-cluster names), the admin client
+// certificate and the ServiceAccount signing key under dir.
+func newPKI(dir string, servingIPs []net.IP) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate CA key: %w", err)
@@ -45,12 +50,12 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse CA certificate: %w", err)
 	}
-	p := &pki{caCert: pemBlock("CERTIFICATE", caDER)}
+	p := &pki{ca: caCert, caKey: caKey, caCert: pemBlock("CERTIFICATE", caDER)}
 	serving := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPAddresses:  append([]net.IP{net.ParseIP("127.0.0.1")}, servingIPs...),
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	servingCert, servingKey, err := issue(caCert, caKey, serving)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/clusterinstall"
+	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/localcluster"
+)
+
+// upOptions are up's flags.
+type upOptions struct {
+	nodes                       int
+	data, binDir, staticDir     string
+	imagesDir, registry         string
+	version, manifests          string
+	readyFile, logsDir          string
+	idleTimeout, reportInterval time.Duration
+}
+
+func (o *upOptions) parse(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.nodes, "nodes", 2, "number of nodes")
+	fs.StringVar(&o.data, "data", localcluster.DefaultPaths.Data, "the cluster's data directory (removed at the end)")
+	fs.StringVar(&o.binDir, "bin-dir", controlplane.DefaultCacheDir(os.Getenv), "Kubernetes, etcd, containerd and local-path-provisioner binaries (make cluster-tools)")
+	fs.StringVar(&o.staticDir, "static-dir", "bin/static", "sandgate's static binaries (make static), for the agent-sandbox controller stand-in")
+	fs.StringVar(&o.imagesDir, "images-dir", "bin/images", "image tarballs every node imports (make images)")
+	fs.StringVar(&o.registry, "registry", "sandgate.local", "registry part of the images' names")
+	fs.StringVar(&o.version, "version", "dev", "tag of the images")
+	fs.StringVar(&o.manifests, "manifests", "manifests", "the repository's manifests directory")
+	fs.StringVar(&o.readyFile, "ready-file", "", "write the entries as JSON here once everything is ready")
+	fs.StringVar(&o.logsDir, "logs-dir", "", "copy every component's log here when the cluster stops")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "replace the shipped IDLE_TIMEOUT (0 keeps it)")
+	fs.DurationVar(&o.reportInterval, "report-interval", 2*time.Second, "REPORT_INTERVAL with --idle-timeout")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
+// Entries tells a person or a test where the platform answers.
+type Entries struct {
+	// URLs are each node's https entry, in node order.
+	URLs []string `json:"urls"`
+	// Nodes are the node names, in the same order.
+	Nodes []string `json:"nodes"`
+	// NodeIPs are the nodes' InternalIPs, in the same order.
+	NodeIPs []string `json:"nodeIPs"`
+	// CAFile signed the entries' certificate.
+	CAFile string `json:"caFile"`
+	// Kubeconfig is a cluster-admin kubeconfig.
+	Kubeconfig string `json:"kubeconfig"`
+	// Kubectl is the kubectl binary.
+	Kubectl string `json:"kubectl"`
+	// Dir is the cluster's data directory, with every component's log.
+	Dir string `json:"dir"`
+}
+
+// up brings the cluster up, installs sandgate, prints the entries and
+// serves until ctx ends.
+func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this binary: %w", err)
+	}
+	tars, err := filepath.Glob(filepath.Join(o.imagesDir, "*.tar"))
+	if err != nil || len(tars) == 0 {
+		return fmt.Errorf("no image tarballs in %s: run make images", o.imagesDir)
+	}
+	for i, t := range tars {
+		if tars[i], err = filepath.Abs(t); err != nil {
+			return fmt.Errorf("locate %s: %w", t, err)
+		}
+	}
+	manifests, err := filepath.Abs(o.manifests)
+	if err != nil {
+		return fmt.Errorf("locate the manifests: %w", err)
+	}
+	ref := func(name string) string { return o.registry + "/" + name + ":" + o.version }
+	bins := localcluster.Binaries{Dir: o.binDir, Self: self, Runc: "/usr/sbin/runc", CNIDir: "/usr/lib/cni"}
+	printVersions(ctx, stdout, bins)
+	started := time.Now()
+	c, err := localcluster.Up(ctx, localcluster.Options{
+		Nodes: o.nodes, Paths: localcluster.Paths{Data: o.data}, Binaries: bins,
+		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox")},
+		CRDDir: filepath.Join(manifests, "crds"), Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if o.logsDir != "" {
+			copyLogs(c.Dir(), o.logsDir)
+		}
+		err = errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
+		if err == nil {
+			fmt.Fprintln(stdout, "cluster removed; nothing of it is left on this machine")
+		}
+	}()
+	fmt.Fprintf(stdout, "cluster up in %s: nodes %s\n", time.Since(started).Round(time.Millisecond), strings.Join(c.NodeNames(), ", "))
+	if err := c.Run("sandbox-controller-standin", filepath.Join(o.staticDir, "sandbox-controller-standin"),
+		"--kubeconfig="+c.Kubeconfig, "--namespaces=sandgate"); err != nil {
+		return err
+	}
+	installStart := time.Now()
+	hosts := append(c.NodeIPs(), "localhost")
+	inst, err := clusterinstall.Install(ctx, c.Kubectl, clusterinstall.Options{
+		Manifests: manifests, Dir: c.Dir(), Registry: o.registry, Version: o.version, Hosts: hosts,
+		IdleTimeout: o.idleTimeout, ReportInterval: o.reportInterval,
+	})
+	if err != nil {
+		return err
+	}
+	e := Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
+		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir()}
+	for _, ip := range c.NodeIPs() {
+		e.URLs = append(e.URLs, "https://"+ip+":30443/")
+	}
+	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version)
+	fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (no policy enforcer runs in this cluster yet)")
+	for i, u := range e.URLs {
+		fmt.Fprintf(stdout, "entry of %s: %s\n", e.Nodes[i], u)
+	}
+	fmt.Fprintf(stdout, "CA of the entries' certificate: %s\nkubectl: %s --kubeconfig=%s get pods -A\nCtrl-C removes the cluster.\n", e.CAFile, e.Kubectl, e.Kubeconfig)
+	if o.readyFile != "" {
+		data, _ := json.Marshal(e)
+		if err := os.WriteFile(o.readyFile, data, 0o644); err != nil {
+			return fmt.Errorf("write the ready file: %w", err)
+		}
+	}
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "stopping: removing the cluster")
+	return nil
+}
+
+// copyLogs copies every *.log below dir into dst, keeping the relative
+// paths, for a test's artifacts.
+func copyLogs(dir, dst string) {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") || strings.Contains(path, "/mounts/") {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		out := filepath.Join(dst, rel)
+		if os.MkdirAll(filepath.Dir(out), 0o755) == nil {
+			_ = os.WriteFile(out, data, 0o644)
+		}
+		return nil
+	})
+}

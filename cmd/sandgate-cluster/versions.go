@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/localcluster"
+)
+
+// printVersions names every real component the cluster runs with the
+// version it reports itself.
+func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
+	bin := func(n string) string { return filepath.Join(b.Dir, n) }
+	for _, c := range []struct {
+		name string
+		cmd  []string
+	}{
+		{"etcd", []string{bin("etcd"), "--version"}},
+		{"kube-apiserver", []string{bin("kube-apiserver"), "--version"}},
+		{"kube-controller-manager", []string{bin("kube-controller-manager"), "--version"}},
+		{"kube-scheduler", []string{bin("kube-scheduler"), "--version"}},
+		{"kubelet", []string{bin("kubelet"), "--version"}},
+		{"kube-proxy", []string{bin("kube-proxy"), "--version"}},
+		{"kubectl", []string{bin("kubectl"), "version", "--client"}},
+		{"containerd", []string{bin("containerd"), "--version"}},
+		{"runc", []string{b.Runc, "--version"}},
+		{"CNI bridge", []string{filepath.Join(b.CNIDir, "bridge")}},
+		{"CNI host-local", []string{filepath.Join(b.CNIDir, "host-local")}},
+		{"CNI portmap", []string{filepath.Join(b.CNIDir, "portmap")}},
+		{"CoreDNS", []string{bin("coredns"), "-version"}},
+		{"local-path-provisioner", []string{bin("local-path-provisioner"), "--version"}},
+		{"iptables", []string{"iptables", "--version"}},
+	} {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		out, _ := exec.CommandContext(ctx, c.cmd[0], c.cmd[1:]...).CombinedOutput()
+		cancel()
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		fmt.Fprintf(w, "component %-24s %s\n", c.name, first)
+	}
+}

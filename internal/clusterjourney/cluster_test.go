@@ -1,0 +1,116 @@
+package clusterjourney
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// entries is what `sandgate-cluster up --ready-file` writes.
+type entries struct {
+	URLs       []string `json:"urls"`
+	Nodes      []string `json:"nodes"`
+	NodeIPs    []string `json:"nodeIPs"`
+	CAFile     string   `json:"caFile"`
+	Kubeconfig string   `json:"kubeconfig"`
+	Kubectl    string   `json:"kubectl"`
+	Dir        string   `json:"dir"`
+}
+
+// repoRoot is the repository's root, where make puts bin/.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startCluster runs `bin/sandgate-cluster up` as make cluster does and
+// waits until it has written its entries. At cleanup it sends SIGINT, as
+// Ctrl-C does, and fails the test unless the command ends cleanly, which
+// includes finding nothing of the cluster left on the machine.
+func startCluster(t *testing.T, idle, report time.Duration) entries {
+	t.Helper()
+	root := repoRoot(t)
+	ready := filepath.Join(t.TempDir(), "entries.json")
+	cmd := exec.Command(filepath.Join(root, "bin", "sandgate-cluster"), "up",
+		"--ready-file", ready, "--logs-dir", filepath.Join(root, "artifacts", "cluster"),
+		"--version", envOr("VERSION", "dev"),
+		"--idle-timeout", idle.String(), "--report-interval", report.String())
+	cmd.Dir = root
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sandgate-cluster: %v", err)
+	}
+	upDone, removed, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			l := sc.Text()
+			t.Log("cluster: " + l)
+			switch {
+			case strings.HasPrefix(l, "Ctrl-C removes the cluster"):
+				close(upDone)
+			case strings.Contains(l, "nothing of it is left"):
+				close(removed)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		<-ended
+		err := cmd.Wait()
+		select {
+		case <-removed:
+		default:
+			t.Errorf("sandgate-cluster did not report a clean removal")
+		}
+		if err != nil {
+			t.Errorf("sandgate-cluster ended with %v; see its output above and artifacts/cluster", err)
+		}
+	})
+	select {
+	case <-upDone:
+	case <-ended:
+		t.Fatalf("sandgate-cluster ended before the cluster was ready")
+	case <-time.After(25 * time.Minute):
+		t.Fatalf("the cluster did not come up in 25 minutes")
+	}
+	data, err := os.ReadFile(ready)
+	if err != nil {
+		t.Fatalf("read the entries: %v", err)
+	}
+	var e entries
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatalf("parse the entries: %v", err)
+	}
+	return e
+}
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// kubectl runs kubectl as cluster admin.
+func (j *journey) kubectl(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, j.e.Kubectl, append([]string{"--kubeconfig=" + j.e.Kubeconfig}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}

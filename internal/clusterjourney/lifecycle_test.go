@@ -1,0 +1,89 @@
+package clusterjourney
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// sandboxMode is the Sandbox's operatingMode ("" counts as Running).
+func (j *journey) sandboxMode(a account) string {
+	mode, err := j.kubectl("-n", "sandgate", "get", "sandbox", a.sandbox, "-o", "jsonpath={.spec.operatingMode}")
+	if err != nil {
+		j.t.Fatalf("read the sandbox's mode: %v %s", err, mode)
+	}
+	return mode
+}
+
+// waitSuspended waits until the leader has suspended a's Sandbox and its
+// pod is gone.
+func (j *journey) waitSuspended(a account, timeout time.Duration) {
+	j.t.Helper()
+	j.poll(timeout, "the sandbox suspended and its pod gone", func() bool {
+		if j.sandboxMode(a) != "Suspended" {
+			return false
+		}
+		pod, _ := j.kubectl("-n", "sandgate", "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}")
+		return pod == ""
+	})
+}
+
+// leaderKilledWhileActive keeps a busy through node i for longer than the
+// idle timeout while the auth API replica that holds the lease is deleted,
+// and fails if the sandbox is suspended meanwhile or no other replica
+// takes the lease.
+func (j *journey) leaderKilledWhileActive(a account, i int) {
+	j.t.Helper()
+	lease := func() string {
+		h, _ := j.kubectl("-n", "sandgate", "get", "lease", "sandgate-authapi-leader", "-o", "jsonpath={.spec.holderIdentity}")
+		return h
+	}
+	leader := lease()
+	if leader == "" {
+		j.t.Fatalf("no auth API replica holds the lease")
+	}
+	end := time.Now().Add(idleTimeout + 4*reportInterval)
+	deleted := false
+	for time.Now().Before(end) {
+		resp, body := j.do(i, http.MethodGet, "/u/alice/api/messages", "", a.api(j, i, ""))
+		j.expect(resp, body, http.StatusOK, "a request while the leader changes")
+		if mode := j.sandboxMode(a); mode == "Suspended" {
+			j.t.Fatalf("the sandbox was suspended while in use (leader %s deleted: %v)", leader, deleted)
+		}
+		if !deleted && time.Until(end) < idleTimeout/2+4*reportInterval {
+			if out, err := j.kubectl("-n", "sandgate", "delete", "pod", leader, "--wait=false"); err != nil {
+				j.t.Fatalf("delete the leader %s: %v %s", leader, err, out)
+			}
+			deleted = true
+			j.t.Logf("deleted the leading auth API pod %s", leader)
+		}
+		time.Sleep(reportInterval)
+	}
+	j.poll(2*time.Minute, "another replica holding the lease", func() bool {
+		h := lease()
+		return h != "" && h != leader
+	})
+	j.t.Logf("lease moved from %s to %s", leader, lease())
+}
+
+// waitGone waits until the claim, its Sandbox and its volume claims are
+// gone: the garbage collector follows the ownerReferences.
+func (j *journey) waitGone(a account) {
+	j.t.Helper()
+	j.poll(3*time.Minute, "claim, Sandbox and PVC removed", func() bool {
+		out, _ := j.kubectl("-n", "sandgate", "get", "sandboxclaims,sandboxes,pvc", "-o", "name")
+		return !strings.Contains(out, "dsh-"+a.user) && !strings.Contains(out, a.sandbox)
+	})
+}
+
+// poll checks cond every half second until it holds or timeout passes.
+func (j *journey) poll(timeout time.Duration, what string, cond func() bool) {
+	j.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			j.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -1,0 +1,112 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"os/exec"
+	"strings"
+	"text/template"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+//go:embed addons/coredns.yaml
+var corednsManifest string
+
+// Kubectl runs kubectl as cluster admin with stdin (may be empty) and
+// returns its output.
+func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.opts.Binaries.path("kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// render fills a manifest template with the cluster's values.
+func (c *Cluster) render(name, text string, extra map[string]string) (string, error) {
+	vals := map[string]string{"Domain": ClusterDomain, "DNS": DNSAddr.String()}
+	for k, v := range extra {
+		vals[k] = v
+	}
+	t, err := template.New(name).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return "", fmt.Errorf("parse %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, vals); err != nil {
+		return "", fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+// waitNodesReady waits until every node reports Ready.
+func (c *Cluster) waitNodesReady(ctx context.Context) error {
+	return c.poll(ctx, 3*time.Minute, "nodes Ready", func(ctx context.Context) (bool, error) {
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == len(c.nodes), nil
+	})
+}
+
+// poll calls check until it reports done, fails, or timeout passes; the
+// timeout error names what was awaited and the nodes' runner logs.
+func (c *Cluster) poll(ctx context.Context, timeout time.Duration, what string, check func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		done, err := check(ctx)
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		for _, p := range c.procs {
+			if p.Exited() {
+				return fmt.Errorf("wait for %s: %s exited: %s", what, p.Name(), p.LogTail())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// startAddons deploys cluster DNS and storage, and waits for DNS.
+func (c *Cluster) startAddons(ctx context.Context) error {
+	dns, err := c.render("coredns", corednsManifest, map[string]string{"Image": c.opts.Images.CoreDNS})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Kubectl(ctx, dns, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	if err := c.startStorage(ctx); err != nil {
+		return err
+	}
+	_, err = c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=180s")
+	return err
+}

@@ -1,0 +1,31 @@
+package localcluster
+
+import (
+	"context"
+	_ "embed"
+)
+
+//go:embed addons/storage.yaml
+var storageManifest string
+
+// startStorage deploys the default StorageClass and starts
+// local-path-provisioner.
+func (c *Cluster) startStorage(ctx context.Context) error {
+	img := c.opts.Images.Busybox
+	m, err := c.render("storage", storageManifest, map[string]string{"Image": img})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Kubectl(ctx, m, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	return c.start("local-path-provisioner", c.opts.Paths.Data, c.opts.Binaries.path("local-path-provisioner"),
+		"start", "--kubeconfig="+c.Kubeconfig, "--namespace=local-path-storage", "--helper-image="+img,
+		"--configmap-name=local-path-config", "--service-account-name=local-path-provisioner-service-account")
+}
+
+// Run starts a host process that belongs to the cluster: it logs into the
+// cluster's directory and Stop ends it.
+func (c *Cluster) Run(name, bin string, args ...string) error {
+	return c.start(name, c.opts.Paths.Data, bin, args...)
+}
