@@ -141,7 +141,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Binaries:  controlplane.Binaries{Etcd: b.path("etcd"), KubeAPIServer: b.path("kube-apiserver"), Kubectl: b.path("kubectl")},
 		ParentDir: c.opts.Paths.Data, CRDDir: c.opts.CRDDir, Logger: c.log,
-		Nodes:     &controlplane.NodesOptions{Address: HostAddr.String(), ServiceCIDR: ServiceNet},
+		Nodes: &controlplane.NodesOptions{Address: HostAddr.String(), ServiceCIDR: ServiceNet},
 	})
 	if err != nil {
 		return err

@@ -11,8 +11,8 @@ import (
 // nodeConfig is what a node's configuration files are written from.
 type nodeConfig struct {
 	Name, IP, PodNet, PodNetAll, DNS, Domain string
-	Dir, CgroupRoot, PauseImage, Runc     string
-	CNIBin                                string
+	Dir, CgroupRoot, PauseImage, Runc        string
+	CNIBin                                   string
 }
 
 var configTemplates = map[string]string{
