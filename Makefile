@@ -28,6 +28,7 @@ KUBE_LDFLAGS := -s -w \
 sumof         = $(shell cat $(1) | sha256sum | cut -c1-16)
 KUBE_STAMP   := $(BIN_DIR)/.kube-$(call sumof,tools/kube/go.sum)
 ETCD_STAMP   := $(BIN_DIR)/.etcd-$(call sumof,tools/etcd/go.sum tools/etcd/main.go)
+NODES_STAMP  := $(BIN_DIR)/.nodes-$(call sumof,tools/kube/go.sum)
 CONTROLPLANE := $(KUBE_STAMP) $(ETCD_STAMP)
 ifneq ($(KUBEBUILDER_ASSETS),)
 CONTROLPLANE :=
@@ -35,11 +36,39 @@ endif
 
 .PHONY: help
 help: ## list the targets
-	@awk -F':.*## ' '/^[a-z-]+:.*## /{printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk -F':.*## ' '/^[a-z0-9-]+:.*## /{printf "  make %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## build the sandgate binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
+
+# Container images without Docker: static binaries, then one reproducible
+# docker-archive tarball per image for `ctr -n k8s.io images import`, tagged
+# sandgate.local/<name>:$(VERSION). CoreDNS joins when its binary is built.
+STATIC_CMDS := authapi nodeproxy agent-standin pause sandbox-controller-standin
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COREDNS_BIN ?= $(BIN_DIR)/coredns
+
+.PHONY: static
+static: ## static CGO_ENABLED=0 binaries for the images into bin/static
+	@mkdir -p bin/static
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
+
+.PHONY: busybox-static
+busybox-static: ## install Debian's busybox-static for the busybox image when it is missing (needs root)
+	@if ! dpkg -s busybox-static >/dev/null 2>&1; then \
+	  echo ">> installing busybox-static from Debian for the busybox image"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "busybox-static is missing: run 'sudo apt-get install -y busybox-static' or make as root"; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox-static || \
+	  { DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q busybox-static; }; \
+	fi
+
+.PHONY: images
+images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
+	$(GO) build -o bin/ ./cmd/sandgate-images
+	./bin/sandgate-images --bin-dir bin/static --out-dir bin/images --version $(VERSION) \
+	  --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
+	  $(if $(wildcard $(COREDNS_BIN)),--bin coredns=$(COREDNS_BIN))
 
 .PHONY: demo
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
@@ -60,10 +89,60 @@ $(KUBE_STAMP):
 	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
 	@touch $@
 
+$(NODES_STAMP): $(KUBE_STAMP)
+	@echo ">> building kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBE_VERSION) into $(BIN_DIR)"
+	@start=$$(date +%s); cd tools/kube && $(GO) build -v -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
+	  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler 2>&1 | \
+	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube nodes: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
+	@touch $@
+
 $(ETCD_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building etcd from the Go module proxy into $(BIN_DIR)"
 	cd tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/etcd .
+	@touch $@
+
+# Node and cluster add-on binaries for the real two-node cluster, each from its
+# own tools module and built static (CGO_ENABLED=0). modver reads a module's
+# version from a tools module's go.mod, so a bump there rebuilds and relabels.
+modver            = $(shell awk '$$1 == "require" { $$0 = substr($$0, 9) } $$1 == "$(2)" { print $$2; exit }' $(1))
+CONTAINERD_VERSION := $(call modver,tools/containerd/go.mod,github.com/containerd/containerd/v2)
+COREDNS_VERSION    := $(call modver,tools/coredns/go.mod,github.com/coredns/coredns)
+LOCALPATH_VERSION  := $(call modver,tools/localpath/go.mod,github.com/rancher/local-path-provisioner)
+CONTAINERD_STAMP   := $(BIN_DIR)/.containerd-$(call sumof,tools/containerd/go.sum)
+COREDNS_STAMP      := $(BIN_DIR)/.coredns-$(call sumof,tools/coredns/go.sum tools/coredns/main.go)
+LOCALPATH_STAMP    := $(BIN_DIR)/.localpath-$(call sumof,tools/localpath/go.sum)
+# btrfs, devmapper and zfs snapshotters need cgo or host tools; overlayfs and
+# native remain. The shim also drops gRPC (containerd's own Makefile does too).
+CONTAINERD_TAGS    := no_btrfs no_devmapper no_zfs
+CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
+
+.PHONY: cluster-tools
+cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) ## build containerd, CoreDNS and local-path-provisioner into the cache
+	@echo ">> cluster tools: $(BIN_DIR)"
+
+$(CONTAINERD_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building containerd, ctr and containerd-shim-runc-v2 $(CONTAINERD_VERSION) into $(BIN_DIR)"
+	cd tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	  -o $(BIN_DIR)/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr
+	cd tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS) no_grpc" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	  -o $(BIN_DIR)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	@touch $@
+
+$(COREDNS_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building CoreDNS $(COREDNS_VERSION) (cluster DNS plugins only, no forward) into $(BIN_DIR)"
+	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)" -o $(BIN_DIR)/coredns .
+	@touch $@
+
+$(LOCALPATH_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building local-path-provisioner $(LOCALPATH_VERSION) into $(BIN_DIR)"
+	cd tools/localpath && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.VERSION=$(LOCALPATH_VERSION)" \
+	  -o $(BIN_DIR)/local-path-provisioner github.com/rancher/local-path-provisioner
 	@touch $@
 
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(call sumof,tools/codegen/go.sum)
@@ -97,10 +176,12 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 	fi
 
 .PHONY: test
-test: controlplane chromium lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke)
+test: controlplane chromium lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
 	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@echo ">> the journey on a real two-node cluster deployed from manifests/"
+	@$(MAKE) --no-print-directory e2e-cluster
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
@@ -120,3 +201,35 @@ bench: controlplane ## measure data path, sessions, scale and lifecycle into ben
 .PHONY: clean
 clean: ## remove build outputs (the control-plane cache stays)
 	rm -rf bin
+
+# The real two-node cluster: every binary above, the images, and the
+# sandgate-cluster command that brings the nodes up (needs root).
+CLUSTER_DEPS := $(CONTROLPLANE) $(NODES_STAMP) cluster-tools cluster-packages images
+CLUSTER_FLAGS ?=
+
+.PHONY: cluster-packages
+cluster-packages: ## install runc, the CNI plugins, iptables and nftables from Debian when missing (needs root)
+	@missing=""; \
+	  for p in runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables nftables:/usr/sbin/nft conntrack:/usr/sbin/conntrack; do \
+	    test -x "$${p#*:}" || missing="$$missing $${p%%:*}"; \
+	  done; \
+	  if [ -n "$$missing" ]; then \
+	    echo ">> installing$$missing from Debian for the real cluster"; \
+	    if [ "$$(id -u)" != 0 ]; then echo "missing:$$missing: run make as root"; exit 1; fi; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	  fi
+
+.PHONY: cluster
+cluster: $(CLUSTER_DEPS) ## run a real 2-node cluster (kubelet, containerd, CNI, kube-proxy, CoreDNS) with sandgate installed from manifests/, until Ctrl-C (root)
+	$(GO) build -o bin/ ./cmd/sandgate-cluster
+	./bin/sandgate-cluster up --version $(VERSION) $(CLUSTER_FLAGS)
+
+.PHONY: cluster-down
+cluster-down: ## remove everything a killed `make cluster` left (processes, namespaces, mounts, links, rules)
+	$(GO) build -o bin/ ./cmd/sandgate-cluster
+	./bin/sandgate-cluster down
+
+.PHONY: e2e-cluster
+e2e-cluster: $(CLUSTER_DEPS) ## the user journey on a real 2-node cluster deployed from manifests/ (root, about 6 min)
+	$(GO) build -o bin/ ./cmd/sandgate-cluster
+	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m -run TestJourney ./internal/clusterjourney

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,14 +92,7 @@ func TestEveryKustomizationBuildsAndAppliesByDryRun(t *testing.T) {
 			t.Fatalf("apply namespace: %v", err)
 		}
 	}
-	dirs, err := filepath.Glob("*/kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, _ := filepath.Glob("*/*/kustomization.yaml")
-	dirs = append(append(dirs, "kustomization.yaml"), more...)
-	for _, k := range dirs {
-		dir := filepath.Dir(k)
+	for _, dir := range kustomizationDirs(t) {
 		t.Run(dir, func(t *testing.T) {
 			objs := build(t, dir)
 			if len(objs) == 0 {

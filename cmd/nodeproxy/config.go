@@ -23,6 +23,8 @@ import (
 // give it.
 type config struct {
 	ListenAddr, OpsAddr       string
+	TLSListenAddr             string
+	TLSCertFile, TLSKeyFile   string
 	NodeName                  string
 	Kubeconfig                string
 	Namespace, ClaimPrefix    string
@@ -68,7 +70,7 @@ type config struct {
 // auth API's for what the two must agree on.
 func defaults() config {
 	return config{
-		ListenAddr: ":8080", OpsAddr: ":9091",
+		ListenAddr: ":8080", OpsAddr: ":9091", TLSListenAddr: ":8443",
 		Namespace: "dsh-demo", ClaimPrefix: informer.DefaultClaimPrefix, AppPort: informer.DefaultPort,
 		AuthAPIURL: "http://authapi.sandgate.svc:8080",
 		Issuer:     "sandgate-authapi", Audience: "sandgate", JWKSRefresh: 5 * time.Minute,
@@ -90,6 +92,9 @@ func defaults() config {
 func (c *config) settings() []settings.Setting {
 	return []settings.Setting{
 		settings.Var("listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", settings.String(&c.ListenAddr)),
+		settings.Var("tls-listen-addr", "TLS_LISTEN_ADDR", "HTTPS listener for browsers, serving the same as LISTEN_ADDR; only with TLS_CERT_FILE", settings.String(&c.TLSListenAddr)),
+		settings.Var("tls-cert-file", "TLS_CERT_FILE", "PEM certificate chain for TLS_LISTEN_ADDR (with TLS_KEY_FILE); reloaded when the file changes; empty serves no HTTPS", settings.String(&c.TLSCertFile)),
+		settings.Var("tls-key-file", "TLS_KEY_FILE", "PEM private key of TLS_CERT_FILE", settings.String(&c.TLSKeyFile)),
 		settings.Var("ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", settings.String(&c.OpsAddr)),
 		settings.Var("node-name", "NODE_NAME", "this node (the downward API's spec.nodeName); required", settings.String(&c.NodeName)),
 		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&c.Kubeconfig)),
@@ -161,7 +166,10 @@ take "90s", "10m" or bare seconds.
 	fmt.Fprint(w, `
 The process refuses to start with COOKIE_SECURE=false unless
 ALLOW_INSECURE_COOKIES=1. /readyz passes once the informers have synced and
-the JWKS has loaded.
+the JWKS has loaded. With TLS_CERT_FILE and TLS_KEY_FILE it also serves
+HTTPS on TLS_LISTEN_ADDR, for browsers that reach a node directly;
+LISTEN_ADDR stays plain HTTP for the other nodes' hops and for clients
+behind a TLS terminator.
 `)
 }
 
@@ -191,6 +199,7 @@ func (c config) validate() error {
 	if c.ListenAddr == c.OpsAddr {
 		bad("LISTEN_ADDR and OPS_ADDR must differ")
 	}
+	errs = append(errs, c.validateTLS()...)
 	if _, err := c.listenPort(); err != nil {
 		errs = append(errs, err)
 	}
@@ -223,6 +232,31 @@ func (c config) validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// tlsEnabled reports whether the HTTPS listener runs.
+func (c config) tlsEnabled() bool { return c.TLSCertFile != "" }
+
+// validateTLS checks the HTTPS settings: both files or neither, a pair
+// that loads, and a listener of its own.
+func (c config) validateTLS() []error {
+	switch {
+	case c.TLSCertFile == "" && c.TLSKeyFile == "":
+		return nil
+	case c.TLSCertFile == "" || c.TLSKeyFile == "":
+		return []error{errors.New("TLS_CERT_FILE and TLS_KEY_FILE must be set together")}
+	}
+	var errs []error
+	if _, err := nodeproxy.LoadCertificate(c.TLSCertFile, c.TLSKeyFile); err != nil {
+		errs = append(errs, fmt.Errorf("TLS_CERT_FILE/TLS_KEY_FILE: %w", err))
+	}
+	if _, _, err := net.SplitHostPort(c.TLSListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("TLS_LISTEN_ADDR %q is not host:port", c.TLSListenAddr))
+	}
+	if c.TLSListenAddr == c.ListenAddr || c.TLSListenAddr == c.OpsAddr {
+		errs = append(errs, fmt.Errorf("TLS_LISTEN_ADDR %q must differ from LISTEN_ADDR and OPS_ADDR", c.TLSListenAddr))
+	}
+	return errs
 }
 
 // jwksURL is JWKS_URL or the auth API's.

@@ -118,14 +118,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", c.ListenAddr)
+	lns, opsLn, err := listen(c, log)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	opsLn, err := net.Listen("tcp", c.OpsAddr)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("listen ops: %w", err)
+		return err
 	}
 	ops := &http.Server{Handler: proxy.OpsHandler(), ReadHeaderTimeout: 5 * time.Second}
 
@@ -147,10 +142,43 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	})
 	g.Go(func() error {
 		waitReady(ctx, c.SyncTimeout, idx, fetcher, log)
-		log.Info("serving", "addr", ln.Addr().String(), "node", c.NodeName)
-		return proxy.Serve(ctx, ln)
+		for _, l := range lns {
+			log.Info("serving", "addr", l.Addr().String(), "tls", l.TLS != nil, "node", c.NodeName)
+		}
+		return proxy.ServeAll(ctx, lns...)
 	})
 	return g.Wait()
+}
+
+// listen binds the ops listener and the proxy's: plain, then HTTPS when
+// configured, with its certificate loaded and watched for changes.
+func listen(c config, log *slog.Logger) ([]nodeproxy.Listener, net.Listener, error) {
+	var cert *nodeproxy.Certificate
+	addrs := []string{c.OpsAddr, c.ListenAddr}
+	if c.tlsEnabled() {
+		var err error
+		cert, err = nodeproxy.NewCertificate(nodeproxy.CertificateOptions{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, Logger: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		addrs = append(addrs, c.TLSListenAddr)
+	}
+	bound := make([]net.Listener, 0, len(addrs))
+	for _, addr := range addrs {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, b := range bound {
+				b.Close()
+			}
+			return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		bound = append(bound, ln)
+	}
+	lns := []nodeproxy.Listener{{Listener: bound[1]}}
+	if cert != nil {
+		lns = append(lns, nodeproxy.Listener{Listener: bound[2], TLS: cert.TLSConfig()})
+	}
+	return lns, bound[0], nil
 }
 
 // waitReady holds the start of serving until the caches are warm, so the

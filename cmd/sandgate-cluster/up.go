@@ -113,7 +113,7 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	}()
 	fmt.Fprintf(stdout, "cluster up in %s: nodes %s\n", time.Since(started).Round(time.Millisecond), strings.Join(c.NodeNames(), ", "))
 	if err := c.Run("sandbox-controller-standin", filepath.Join(o.staticDir, "sandbox-controller-standin"),
-		"--kubeconfig="+c.Kubeconfig, "--namespaces=sandgate"); err != nil {
+		"--kubeconfig="+c.Kubeconfig, "--namespace=sandgate"); err != nil {
 		return err
 	}
 	installStart := time.Now()

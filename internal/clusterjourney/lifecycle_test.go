@@ -42,6 +42,8 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 	if leader == "" {
 		j.t.Fatalf("no auth API replica holds the lease")
 	}
+	// The holder identity is <pod name>_<pod address>.
+	pod, _, _ := strings.Cut(leader, "_")
 	end := time.Now().Add(idleTimeout + 4*reportInterval)
 	deleted := false
 	for time.Now().Before(end) {
@@ -51,11 +53,11 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 			j.t.Fatalf("the sandbox was suspended while in use (leader %s deleted: %v)", leader, deleted)
 		}
 		if !deleted && time.Until(end) < idleTimeout/2+4*reportInterval {
-			if out, err := j.kubectl("-n", "sandgate", "delete", "pod", leader, "--wait=false"); err != nil {
-				j.t.Fatalf("delete the leader %s: %v %s", leader, err, out)
+			if out, err := j.kubectl("-n", "sandgate", "delete", "pod", pod, "--wait=false"); err != nil {
+				j.t.Fatalf("delete the leader %s: %v %s", pod, err, out)
 			}
 			deleted = true
-			j.t.Logf("deleted the leading auth API pod %s", leader)
+			j.t.Logf("deleted the leading auth API pod %s", pod)
 		}
 		time.Sleep(reportInterval)
 	}

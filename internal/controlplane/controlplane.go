@@ -167,6 +167,22 @@ func (o Options) apiServerArgs() []string {
 	}
 }
 
+// writeKubeletClient issues the certificate the API server presents to
+// kubelets (logs, exec, port-forward) and returns its flags.
+func (c *ControlPlane) writeKubeletClient() ([]string, error) {
+	cert, key, err := c.pki.client("kube-apiserver-kubelet-client", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	certPath, keyPath := filepath.Join(c.dir, "kubelet-client.crt"), filepath.Join(c.dir, "kubelet-client.key")
+	for path, data := range map[string][]byte{certPath: cert, keyPath: key} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		}
+	}
+	return []string{"--kubelet-client-certificate=" + certPath, "--kubelet-client-key=" + keyPath}, nil
+}
+
 // StartAPIServer starts kube-apiserver, or restarts it after StopAPIServer
 // on the same port, and waits until it is ready.
 func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
@@ -184,6 +200,13 @@ func (c *ControlPlane) StartAPIServer(ctx context.Context) error {
 	}
 	args := append([]string{}, c.apiArgs...)
 	args = append(args, c.opts.apiServerArgs()...)
+	if c.opts.Nodes != nil {
+		kubelet, err := c.writeKubeletClient()
+		if err != nil {
+			return err
+		}
+		args = append(args, kubelet...)
+	}
 	args = append(args,
 		"--secure-port="+strconv.Itoa(c.apiPort),
 		"--cert-dir="+filepath.Join(c.dir, "certs"),

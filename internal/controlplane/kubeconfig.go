@@ -17,20 +17,25 @@ import (
 // "system:node:<name>" in "system:nodes" for a kubelet,
 // "system:kube-proxy" for kube-proxy, and so on.
 func (c *ControlPlane) WriteKubeconfig(path, cn string, orgs ...string) error {
+	cert, key, err := c.pki.client(cn, orgs...)
+	if err != nil {
+		return err
+	}
+	return writeKubeconfig(path, c.url, c.pki.caCert, cert, key)
+}
+
+// client issues a client certificate for cn in the groups orgs.
+func (p *pki) client(cn string, orgs ...string) (certPEM, keyPEM []byte, err error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		return fmt.Errorf("pick a serial for %s: %w", cn, err)
+		return nil, nil, fmt.Errorf("pick a serial for %s: %w", cn, err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	cert, key, err := issue(c.pki.ca, c.pki.caKey, tmpl)
-	if err != nil {
-		return err
-	}
-	return writeKubeconfig(path, c.url, c.pki.caCert, cert, key)
+	return issue(p.ca, p.caKey, tmpl)
 }
 
 // WriteAdminKubeconfig writes a cluster-admin kubeconfig file at path.

@@ -79,7 +79,7 @@ func RunNode(ctx context.Context, dir string, log *slog.Logger) error {
 	}
 	for _, img := range s.Images {
 		start := time.Now()
-		if out, err := run(ctx, s.Ctr, "--address", "/run/containerd/containerd.sock", "-n", "k8s.io", "images", "import", img); err != nil {
+		if out, err := run(ctx, s.Ctr, "--address", "/run/containerd/containerd.sock", "-n", "k8s.io", "images", "import", "--local", img); err != nil {
 			return fmt.Errorf("import %s: %w (%s)", filepath.Base(img), err, out)
 		}
 		log.Info("image imported", "image", filepath.Base(img), "took", time.Since(start).Round(time.Millisecond))

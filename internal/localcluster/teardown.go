@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,7 +35,9 @@ func Down(ctx context.Context, p Paths) error {
 		}
 	}
 	for _, l := range ourLinks(ctx) {
-		if _, err := run(ctx, "ip", "link", "del", l); err != nil {
+		// A veth goes with its peer's namespace, a moment after the
+		// namespace is deleted: only a link that stays is an error.
+		if _, err := run(ctx, "ip", "link", "del", l); err != nil && slices.Contains(ourLinks(ctx), l) {
 			errs = append(errs, err)
 		}
 	}

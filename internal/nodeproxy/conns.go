@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"sync"
@@ -100,7 +101,11 @@ func (c *clientConn) Close() error {
 func closeAfterAnswer(ctx *fasthttp.RequestCtx) {
 	ctx.SetConnectionClose()
 	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
-		if c, ok := ctx.Conn().(*clientConn); ok {
+		conn := ctx.Conn()
+		if tc, ok := conn.(*tls.Conn); ok {
+			conn = tc.NetConn()
+		}
+		if c, ok := conn.(*clientConn); ok {
 			c.linger.Store(true)
 		}
 	}

@@ -13,6 +13,7 @@
 // data frame is counted in the activity table the node reports for idle
 // suspend (internal/activity). headers.go holds the header
 // policy, limits.go the per-user in-flight cap, errors.go the one mapping
-// from outcomes to statuses and WebSocket close codes, and server.go the
-// listener, timeouts and graceful shutdown.
+// from outcomes to statuses and WebSocket close codes, server.go the
+// listeners (plain HTTP, and HTTPS with the certificate of certificate.go,
+// reloaded when its files change), timeouts and graceful shutdown.
 package nodeproxy

@@ -3,6 +3,7 @@ package nodeproxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -224,6 +225,7 @@ type node struct {
 	hs      *handshake.Handshaker
 	proxy   *Proxy
 	addr    string // where the proxy listens
+	tlsAddr string // where it serves HTTPS, with harnessOpts.tls
 	reg     *prometheus.Registry
 }
 
@@ -245,6 +247,7 @@ type harness struct {
 type harnessOpts struct {
 	peers  bool // run a second node, node-b, for hops
 	modify func(*Options)
+	tls    *tls.Config // also serve HTTPS on each node, with this config
 }
 
 func newHarness(t *testing.T, ho harnessOpts) *harness {
@@ -327,7 +330,17 @@ func (h *harness) startNode(name, addr string, ho harnessOpts) *node {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- n.proxy.Serve(ctx, ln) }()
+	lns := []Listener{{Listener: ln}}
+	if ho.tls != nil {
+		host, _, _ := net.SplitHostPort(n.addr)
+		tln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.tlsAddr = tln.Addr().String()
+		lns = append(lns, Listener{Listener: tln, TLS: ho.tls})
+	}
+	go func() { done <- n.proxy.ServeAll(ctx, lns...) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -1,8 +1,10 @@
 package nodeproxy
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -187,39 +189,99 @@ func (p *Proxy) newServer() *fasthttp.Server {
 	}
 }
 
+// Listener is a socket the proxy serves: plain HTTP, or HTTPS when TLS is
+// set.
+type Listener struct {
+	net.Listener
+	// TLS, when set, terminates TLS on every accepted connection, which
+	// then counts as https (X-Forwarded-Proto). It needs Certificates or
+	// GetCertificate; versions below TLS 1.2 are never offered.
+	TLS *tls.Config
+}
+
 // Serve serves on ln until ctx ends, then shuts down gracefully: /readyz
 // fails, WebSockets get close 1001, event streams end (clients reconnect),
 // other requests drain for up to DrainTimeout, and whatever is still open
 // then is closed. It closes ln and returns nil after a clean shutdown.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	tl := newListener(ln, p.opts.WriteTimeout)
+	return p.ServeAll(ctx, Listener{Listener: ln})
+}
+
+// ServeAll is Serve on several listeners at once, with one shutdown that
+// drains them all; a listener that fails stops the others too. Call Serve
+// or ServeAll once per Proxy: shutdown ends every WebSocket and stream the
+// proxy holds.
+func (p *Proxy) ServeAll(ctx context.Context, lns ...Listener) error {
+	if len(lns) == 0 {
+		return errors.New("serve: no listener")
+	}
 	srv := p.newServer()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(tl) }()
+	tracked := make([]*listener, len(lns))
+	served := make(chan error, len(lns))
+	for i, l := range lns {
+		tracked[i] = newListener(l.Listener, p.opts.WriteTimeout)
+		// TLS goes outside the tracking listener, so every encrypted
+		// byte still gets the write deadline and fasthttp sees the
+		// *tls.Conn that makes ctx.IsTLS() true.
+		var ln net.Listener = tracked[i]
+		if l.TLS != nil {
+			ln = tls.NewListener(ln, serverTLS(l.TLS))
+		}
+		go func() { served <- srv.Serve(ln) }()
+	}
+	pending := len(lns)
+	var failed error
 	select {
 	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
+		pending--
+		failed = fmt.Errorf("serve: %w", cmp.Or(err, net.ErrClosed))
+		p.log.Error("a listener stopped; shutting down", "err", failed)
 	case <-ctx.Done():
 	}
+	p.shutdown(ctx, srv, tracked)
+	for ; pending > 0; pending-- {
+		<-served
+	}
+	p.client.CloseIdleConnections()
+	return failed
+}
+
+// serverTLS is c for a client-facing listener: at least TLS 1.2, and
+// HTTP/1.1 as the only application protocol fasthttp speaks.
+func serverTLS(c *tls.Config) *tls.Config {
+	c = c.Clone()
+	c.MinVersion = max(c.MinVersion, tls.VersionTLS12)
+	if len(c.NextProtos) == 0 {
+		c.NextProtos = []string{"http/1.1"}
+	}
+	return c
+}
+
+// shutdown drains srv and closes what is left on its listeners.
+func (p *Proxy) shutdown(ctx context.Context, srv *fasthttp.Server, lns []*listener) {
 	p.draining.Store(true)
 	p.log.Info("shutting down", "websockets", p.sockets.count(), "streams", p.streams.count())
 	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.DrainTimeout)
 	defer cancel()
 	p.sockets.closeAll()
 	p.streams.closeAll(true)
-	err := srv.ShutdownWithContext(drain)
-	if err != nil {
-		p.log.Warn("drain deadline passed; closing what is left", "err", err)
+	// Past the deadline ShutdownWithContext leaves the rest running;
+	// any other error is from closing a listener that already failed.
+	late := srv.ShutdownWithContext(drain) != nil && drain.Err() != nil
+	if late {
+		p.log.Warn("drain deadline passed; closing what is left")
 	}
 	p.streams.closeAll(false)
-	tl.closeAll()
+	for _, l := range lns {
+		// fasthttp closed the listeners it knew of; this also stops one
+		// whose Serve had not begun when ctx ended.
+		l.Close()
+		l.closeAll()
+	}
 	p.sockets.wait(drain)
-	if err != nil {
+	if late {
 		srv.ShutdownWithContext(context.Background())
 	}
-	<-served
-	p.client.CloseIdleConnections()
-	return nil
 }
 
 // fasthttpLogger sends fasthttp's own messages to slog at Debug: they are

@@ -1,7 +1,8 @@
 // Package agentapp is a STAND-IN for DSH Web, the agent web app that runs in
-// every sandbox pod. It exists only for sandgate's tests and the local demo:
-// the simulated kubelet runs one App per pod. No production binary may import
-// it.
+// every sandbox pod. It exists only for sandgate's tests, the local demo
+// (the simulated kubelet runs one App per pod) and cmd/agent-standin, which
+// runs one in a container of a real test cluster. Neither authapi nor
+// nodeproxy may import it.
 //
 // It copies the DSH Web behaviour that sandgate depends on:
 //
@@ -10,7 +11,10 @@
 //   - GET /?token=<token> answers 303 with a dsh-auth-<id> cookie that is
 //     valid for this process only, and every path but [ProbePath] answers 401
 //     without that cookie;
-//   - requests whose Host is not trusted are refused with 400;
+//   - requests whose Host is not trusted are refused with 400 on every
+//     path, ProbePath included: localhost and 127.0.0.1 (any port) are
+//     always trusted, then DSH_TRUSTED_HOSTS and a specific listen IP. In
+//     a pod it listens on 0.0.0.0, so probes must send Host: localhost;
 //   - the page uses <base href="./"> and relative URLs only, so it works under
 //     a path prefix;
 //   - it serves an SSE stream, a WebSocket, a request echo, workspace file

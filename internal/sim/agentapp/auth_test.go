@@ -71,6 +71,29 @@ func TestListenIPTrusted(t *testing.T) {
 	}
 }
 
+// TestContainerHosts pins the behaviour a pod depends on: the app listens on
+// 0.0.0.0 (--host 0.0.0.0), so a kubelet probe with its default Host, the
+// pod IP, is refused like any untrusted Host, even on ProbePath; a probe
+// that sends Host: localhost passes.
+func TestContainerHosts(t *testing.T) {
+	opts := Defaults()
+	opts.TrustedHosts = []string{"sandgate.example"}
+	ta := startAppOn(t, "0.0.0.0", opts)
+	for host, want := range map[string]int{
+		"10.244.1.7:3080":       http.StatusBadRequest,
+		"0.0.0.0:3080":          http.StatusBadRequest,
+		"localhost:3080":        http.StatusOK,
+		"localhost":             http.StatusOK,
+		"127.0.0.1:9999":        http.StatusOK,
+		"sandgate.example:3080": http.StatusOK,
+	} {
+		resp := ta.do(http.MethodGet, ProbePath, nil, nil, func(r *http.Request) { r.Host = host })
+		if resp.StatusCode != want {
+			t.Errorf("probe with Host %q: status %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
 func TestAuth(t *testing.T) {
 	ta := startApp(t, Defaults())
 

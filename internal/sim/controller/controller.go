@@ -42,13 +42,14 @@ type item struct {
 // Controller is the stand-in agent-sandbox controller: it reconciles
 // Sandboxes, SandboxClaims and SandboxWarmPools, and also does the jobs of
 // the kube-controller-manager and scheduler that the simulated cluster
-// lacks (owner garbage collection, volume claim protection, pod placement).
+// lacks (owner garbage collection, volume claim protection, and pod
+// placement unless Options.LeaveScheduling).
 type Controller struct {
 	opts   Options
 	log    *slog.Logger
 	queue  workqueue.TypedRateLimitingInterface[item]
-	scopes map[string]*scope // by namespace; "" when watching all
-	nodes  informers.SharedInformerFactory
+	scopes map[string]*scope               // by namespace; "" when watching all
+	nodes  informers.SharedInformerFactory // nil with LeaveScheduling
 	ready  chan struct{}
 
 	mu      sync.Mutex
@@ -85,6 +86,9 @@ func New(opts Options) (*Controller, error) {
 		}
 		c.scopes[ns] = s
 	}
+	if opts.LeaveScheduling {
+		return c, nil
+	}
 	c.nodes = informers.NewSharedInformerFactoryWithOptions(opts.Client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = labels.SelectorFromSet(opts.NodeSelector).String()
@@ -113,15 +117,17 @@ func (c *Controller) Ready() <-chan struct{} { return c.ready }
 func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer c.nodes.Shutdown()
 	defer c.queue.ShutDown()
 	var synced []cache.InformerSynced
 	for _, s := range c.scopes {
 		defer s.factory.Shutdown()
 		synced = append(synced, s.run(ctx, wg.Go)...)
 	}
-	c.nodes.Start(ctx.Done())
-	synced = append(synced, c.nodes.Core().V1().Nodes().Informer().HasSynced)
+	if c.nodes != nil {
+		defer c.nodes.Shutdown()
+		c.nodes.Start(ctx.Done())
+		synced = append(synced, c.nodes.Core().V1().Nodes().Informer().HasSynced)
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}

@@ -19,7 +19,10 @@
 // controller also garbage-collects by controller reference (confirming with
 // the API server that an owner is gone), releases the pvc-protection
 // finalizer of deleted claims no pod uses, and places each pod on a Ready
-// Node itself. Delays stand in for adoption, cold start and resume times.
+// Node itself. Against a real cluster (cmd/sandbox-controller-standin),
+// Options.LeaveScheduling leaves placement to the kube-scheduler, as the
+// real controller does. Delays stand in for adoption, cold start and resume
+// times.
 //
 // It talks to the API server only through its clients, reads through
 // informer caches and works off a rate-limited workqueue, like a real

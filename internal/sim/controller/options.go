@@ -40,6 +40,11 @@ type Options struct {
 	// NodeSelector picks the Nodes that pods are scheduled to, e.g. the
 	// labels the simulated kubelet puts on its nodes. Empty means all.
 	NodeSelector map[string]string
+	// LeaveScheduling leaves pod placement to a real cluster's
+	// kube-scheduler, as the agent-sandbox controller does: pods are created
+	// without spec.nodeName and Nodes are not watched. False places every
+	// pod on a Ready Node, for the simulated cluster that has no scheduler.
+	LeaveScheduling bool
 	// Delays slow down adoption, cold start and resume.
 	Delays Delays
 	// Workers is the number of reconcile workers; zero means 2.
@@ -64,6 +69,9 @@ func (o Options) Validate() error {
 	}
 	if o.Delays.WarmAdoption < 0 || o.Delays.ColdStart < 0 || o.Delays.Resume < 0 {
 		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	if o.LeaveScheduling && len(o.NodeSelector) > 0 {
+		errs = append(errs, errors.New("a node selector needs the controller to schedule pods"))
 	}
 	for _, ns := range o.Namespaces {
 		if ns == "" {

@@ -104,12 +104,14 @@ func (c *Controller) runPod(ctx context.Context, s *scope, sb *agents.Sandbox, v
 		return nil
 	}
 	pod := buildPod(sb)
-	node, err := c.pickNode(pod)
-	if err != nil {
-		v.noNode = true
-		return nil
+	if !c.opts.LeaveScheduling {
+		node, err := c.pickNode(pod)
+		if err != nil {
+			v.noNode = true
+			return nil
+		}
+		pod.Spec.NodeName = node
 	}
-	pod.Spec.NodeName = node
 	created, err := c.opts.Client.CoreV1().Pods(sb.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create pod: %w", errRetry) // the cache is behind
@@ -118,7 +120,7 @@ func (c *Controller) runPod(ctx context.Context, s *scope, sb *agents.Sandbox, v
 		return fmt.Errorf("create pod: %w", err)
 	}
 	c.doneWaiting(sb.UID)
-	c.log.Info("pod created", "namespace", sb.Namespace, "sandbox", sb.Name, "node", node)
+	c.log.Info("pod created", "namespace", sb.Namespace, "sandbox", sb.Name, "node", created.Spec.NodeName)
 	v.created = created
 	return nil
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -196,7 +197,6 @@ func (w *worker) runContainer(ctx context.Context, ln net.Listener, dataDir stri
 	ticker := time.NewTicker(w.k.opts.ProbeInterval)
 	defer ticker.Stop()
 	probe := ticker.C
-	url := "http://" + net.JoinHostPort(st.ip, strconv.Itoa(w.k.opts.PodPort)) + agentapp.ProbePath
 	for {
 		select {
 		case err := <-served:
@@ -217,7 +217,7 @@ func (w *worker) runContainer(ctx context.Context, ln net.Listener, dataDir stri
 			<-served
 			return stopped
 		case <-probe:
-			if w.probeOK(ctx, url) {
+			if w.probeOK(ctx, st.ip) {
 				probe = nil
 				st.setReady()
 				w.report(ctx, st)
@@ -226,9 +226,9 @@ func (w *worker) runContainer(ctx context.Context, ln net.Listener, dataDir stri
 	}
 }
 
-// probeOK runs the readiness probe, GET ProbePath.
-func (w *worker) probeOK(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// probeOK runs the readiness probe against the pod at ip.
+func (w *worker) probeOK(ctx context.Context, ip string) bool {
+	req, err := probeRequest(ctx, ip, w.k.opts.PodPort)
 	if err != nil {
 		return false
 	}
@@ -238,6 +238,20 @@ func (w *worker) probeOK(ctx context.Context, url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// probeRequest is the readiness probe of the pod at ip: GET ProbePath on
+// its port with Host: localhost:<port>, as the sandbox template's probes
+// send it. A kubelet's default Host would be the pod IP, which the app,
+// listening on 0.0.0.0 in a real pod, refuses with 400 like DSH Web.
+func probeRequest(ctx context.Context, ip string, port int) (*http.Request, error) {
+	p := strconv.Itoa(port)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(ip, p)+agentapp.ProbePath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build probe request: %w", err)
+	}
+	req.Host = net.JoinHostPort("localhost", p)
+	return req, nil
 }
 
 // finish completes the pod's deletion once its app has stopped: the pod
