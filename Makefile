@@ -48,6 +48,7 @@ build: ## build the sandgate binaries into bin/
 STATIC_CMDS := authapi nodeproxy agent-standin pause sandbox-controller-standin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COREDNS_BIN ?= $(BIN_DIR)/coredns
+NETPOL_BIN  ?= $(BIN_DIR)/kube-network-policies
 
 .PHONY: static
 static: ## static CGO_ENABLED=0 binaries for the images into bin/static
@@ -68,7 +69,8 @@ images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
 	$(GO) build -o bin/ ./cmd/sandgate-images
 	./bin/sandgate-images --bin-dir bin/static --out-dir bin/images --version $(VERSION) \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
-	  $(if $(wildcard $(COREDNS_BIN)),--bin coredns=$(COREDNS_BIN))
+	  $(if $(wildcard $(COREDNS_BIN)),--bin coredns=$(COREDNS_BIN)) \
+	  $(if $(wildcard $(NETPOL_BIN)),--bin kube-network-policies=$(NETPOL_BIN))
 
 .PHONY: demo
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
@@ -113,13 +115,15 @@ LOCALPATH_VERSION  := $(call modver,tools/localpath/go.mod,github.com/rancher/lo
 CONTAINERD_STAMP   := $(BIN_DIR)/.containerd-$(call sumof,tools/containerd/go.sum)
 COREDNS_STAMP      := $(BIN_DIR)/.coredns-$(call sumof,tools/coredns/go.sum tools/coredns/main.go)
 LOCALPATH_STAMP    := $(BIN_DIR)/.localpath-$(call sumof,tools/localpath/go.sum)
+NETPOL_VERSION     := $(call modver,tools/netpol/go.mod,sigs.k8s.io/kube-network-policies)
+NETPOL_STAMP       := $(BIN_DIR)/.netpol-$(call sumof,tools/netpol/go.sum)
 # btrfs, devmapper and zfs snapshotters need cgo or host tools; overlayfs and
 # native remain. The shim also drops gRPC (containerd's own Makefile does too).
 CONTAINERD_TAGS    := no_btrfs no_devmapper no_zfs
 CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 
 .PHONY: cluster-tools
-cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) ## build containerd, CoreDNS and local-path-provisioner into the cache
+cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) $(NETPOL_STAMP) ## build containerd, CoreDNS, local-path-provisioner and kube-network-policies into the cache
 	@echo ">> cluster tools: $(BIN_DIR)"
 
 $(CONTAINERD_STAMP):
@@ -136,6 +140,12 @@ $(COREDNS_STAMP):
 	@echo ">> building CoreDNS $(COREDNS_VERSION) (cluster DNS plugins only, no forward) into $(BIN_DIR)"
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath \
 	  -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)" -o $(BIN_DIR)/coredns .
+	@touch $@
+
+$(NETPOL_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building kube-network-policies $(NETPOL_VERSION) (the NetworkPolicy enforcer) into $(BIN_DIR)"
+	cd tools/netpol && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
 	@touch $@
 
 $(LOCALPATH_STAMP):
@@ -232,4 +242,4 @@ cluster-down: ## remove everything a killed `make cluster` left (processes, name
 .PHONY: e2e-cluster
 e2e-cluster: $(CLUSTER_DEPS) ## the user journey on a real 2-node cluster deployed from manifests/ (root, about 6 min)
 	$(GO) build -o bin/ ./cmd/sandgate-cluster
-	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m -run TestJourney ./internal/clusterjourney
+	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m ./internal/clusterjourney

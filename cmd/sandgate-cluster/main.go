@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "up":
 		var o upOptions
 		if err := o.parse(args[1:], stderr); err != nil {
-			return usageCode(err)
+			return usageCode(err, stderr)
 		}
 		err = up(ctx, o, stdout, log)
 	case "down":
@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(stderr)
 		data := fs.String("data", localcluster.DefaultPaths.Data, "the cluster's data directory")
 		if err := fs.Parse(args[1:]); err != nil {
-			return usageCode(err)
+			return usageCode(err, stderr)
 		}
 		err = down(ctx, localcluster.Paths{Data: *data}, stdout)
 	case "node":
@@ -73,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.SetOutput(stderr)
 		dir := fs.String("dir", "", "the node's directory, holding node.json")
 		if err := fs.Parse(args[1:]); err != nil {
-			return usageCode(err)
+			return usageCode(err, stderr)
 		}
 		err = localcluster.RunNode(ctx, *dir, log)
 	default:
@@ -87,12 +87,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func usageCode(err error) int {
+// usageCode is the exit code for a flag error: 0 for --help, else 2 after
+// saying what was wrong (the flag package has said it for its own errors).
+func usageCode(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if errors.Is(err, errArgs) {
+		fmt.Fprintln(stderr, err)
+	}
 	return 2
 }
+
+// errArgs reports arguments after the flags, which no command takes.
+var errArgs = errors.New("unexpected arguments")
 
 // down removes a killed run's leftovers and fails if anything remains.
 func down(ctx context.Context, p localcluster.Paths, stdout io.Writer) error {

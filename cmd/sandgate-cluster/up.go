@@ -47,7 +47,7 @@ func (o *upOptions) parse(args []string, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return fmt.Errorf("%w %q", errArgs, fs.Args())
 	}
 	return nil
 }
@@ -91,12 +91,16 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		return fmt.Errorf("locate the manifests: %w", err)
 	}
 	ref := func(name string) string { return o.registry + "/" + name + ":" + o.version }
+	netpol := ""
+	if _, err := os.Stat(filepath.Join(o.imagesDir, "kube-network-policies.tar")); err == nil {
+		netpol = ref("kube-network-policies")
+	}
 	bins := localcluster.Binaries{Dir: o.binDir, Self: self, Runc: "/usr/sbin/runc", CNIDir: "/usr/lib/cni"}
 	printVersions(ctx, stdout, bins)
 	started := time.Now()
 	c, err := localcluster.Up(ctx, localcluster.Options{
 		Nodes: o.nodes, Paths: localcluster.Paths{Data: o.data}, Binaries: bins,
-		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox")},
+		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox"), NetworkPolicies: netpol},
 		CRDDir: filepath.Join(manifests, "crds"), Logger: log,
 	})
 	if err != nil {
@@ -131,7 +135,11 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}
 	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version)
-	fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (no policy enforcer runs in this cluster yet)")
+	if netpol != "" {
+		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by kube-network-policies")
+	} else {
+		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (no kube-network-policies image in "+o.imagesDir+")")
+	}
 	for i, u := range e.URLs {
 		fmt.Fprintf(stdout, "entry of %s: %s\n", e.Nodes[i], u)
 	}

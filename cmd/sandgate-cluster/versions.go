@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"io"
 	"os/exec"
@@ -42,4 +43,20 @@ func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
 		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 		fmt.Fprintf(w, "component %-24s %s\n", c.name, first)
 	}
+	fmt.Fprintf(w, "component %-24s %s\n", "kube-network-policies", moduleVersion(bin("kube-network-policies"), "sigs.k8s.io/kube-network-policies"))
+}
+
+// moduleVersion is the version of module mod that the Go binary at path
+// was built from, as its build information records it.
+func moduleVersion(path, mod string) string {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "not built: " + err.Error()
+	}
+	for _, d := range info.Deps {
+		if d.Path == mod {
+			return mod + " " + d.Version
+		}
+	}
+	return "unknown"
 }

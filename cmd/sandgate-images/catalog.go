@@ -42,7 +42,8 @@ const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbi
 // applet itself anyway.
 var busyboxApplets = []string{
 	"cat", "chmod", "chown", "cp", "df", "du", "echo", "env", "find", "grep", "id", "ln",
-	"ls", "mkdir", "mv", "rm", "rmdir", "sed", "sh", "sleep", "stat", "tar", "test", "touch",
+	"ls", "mkdir", "mv", "nc", "nslookup", "rm", "rmdir", "sed", "sh", "sleep", "stat", "tar", "test",
+	"timeout", "touch",
 }
 
 // catalog lists the images in build order. Users follow the manifests:
@@ -70,6 +71,7 @@ func catalog() []image {
 		{name: "sandbox-controller-standin", path: "/sandbox-controller-standin", user: "65532:65532", hint: "make static"},
 		{name: "pause", path: "/pause", user: "65535:65535", hint: "make static"},
 		{name: "coredns", path: "/coredns", user: "0:0", optional: true, hint: "pass --bin coredns=PATH"},
+		{name: "kube-network-policies", path: "/bin/netpol", user: "0:0", optional: true, hint: "pass --bin kube-network-policies=PATH"},
 		{
 			name: "busybox", source: "/bin/busybox", path: "/bin/busybox", user: "0:0",
 			entrypoint: []string{"/bin/sh"}, symlinks: symlinks, hint: "apt-get install -y busybox-static",

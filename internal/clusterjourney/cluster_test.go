@@ -114,3 +114,47 @@ func (j *journey) kubectl(args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, j.e.Kubectl, append([]string{"--kubeconfig=" + j.e.Kubeconfig}, args...)...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
+
+// TestKilledRunIsCleanedUp kills `sandgate-cluster up` once the cluster is
+// up, as a crash or kill -9 would, and checks that `sandgate-cluster down`
+// (make cluster-down) then leaves nothing of it on the machine.
+func TestKilledRunIsCleanedUp(t *testing.T) {
+	if os.Getenv("SANDGATE_CLUSTER_JOURNEY") != "1" {
+		t.Skip("needs root and a few minutes: run `make e2e-cluster`")
+	}
+	root := repoRoot(t)
+	bin := filepath.Join(root, "bin", "sandgate-cluster")
+	cmd := exec.Command(bin, "up", "--version", envOr("VERSION", "dev"))
+	cmd.Dir = root
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sandgate-cluster: %v", err)
+	}
+	up := false
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "cluster up in") {
+			up = true
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	_ = cmd.Wait()
+	if !up {
+		t.Fatalf("the cluster did not come up before it was killed")
+	}
+	out, err := exec.Command(bin, "down").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "nothing of the cluster is left") {
+		t.Fatalf("down after a killed run: %v\n%s", err, out)
+	}
+}

@@ -70,6 +70,18 @@ func TestJourney(t *testing.T) {
 	j.expectMessage(other, a, "kept across suspend")
 	done()
 
+	done = j.step("node-proxy DaemonSet rollout, then the handshake again on both nodes")
+	if out, err := j.kubectl("-n", "sandgate", "rollout", "restart", "daemonset/nodeproxy"); err != nil {
+		t.Fatalf("restart the node proxies: %v %s", err, out)
+	}
+	if out, err := j.kubectl("-n", "sandgate", "rollout", "status", "daemonset/nodeproxy", "--timeout=180s"); err != nil {
+		t.Fatalf("node-proxy rollout: %v %s", err, out)
+	}
+	for _, i := range []int{pod, other} {
+		j.expectMessage(i, a, "kept across suspend")
+	}
+	done()
+
 	done = j.step("leader auth API pod deleted mid-run, no wrong suspension")
 	j.leaderKilledWhileActive(a, other)
 	done()

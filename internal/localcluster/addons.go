@@ -17,6 +17,9 @@ import (
 //go:embed addons/coredns.yaml
 var corednsManifest string
 
+//go:embed addons/netpol.yaml
+var netpolManifest string
+
 // Kubectl runs kubectl as cluster admin with stdin (may be empty) and
 // returns its output.
 func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
@@ -106,6 +109,18 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 	}
 	if err := c.startStorage(ctx); err != nil {
 		return err
+	}
+	if img := c.opts.Images.NetworkPolicies; img != "" {
+		m, err := c.render("netpol", netpolManifest, map[string]string{"Image": img})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Kubectl(ctx, m, "apply", "-f", "-"); err != nil {
+			return err
+		}
+		if _, err := c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "daemonset/kube-network-policies", "--timeout=180s"); err != nil {
+			return err
+		}
 	}
 	_, err = c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=180s")
 	return err

@@ -40,6 +40,9 @@ type Images struct {
 	// Pause, CoreDNS and Busybox are references of images in Tarballs:
 	// pod sandboxes, cluster DNS and the storage provisioner's helper.
 	Pause, CoreDNS, Busybox string
+	// NetworkPolicies is the reference of the NetworkPolicy enforcer's
+	// image (kube-network-policies); empty runs none.
+	NetworkPolicies string
 }
 
 // Options configure Up.
@@ -117,7 +120,7 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	step()
-	step = c.step("add-ons: CoreDNS, local-path-provisioner")
+	step = c.step("add-ons: CoreDNS, local-path-provisioner, kube-network-policies")
 	if err := c.startAddons(ctx); err != nil {
 		return nil, err
 	}
