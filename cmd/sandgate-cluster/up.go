@@ -52,24 +52,6 @@ func (o *upOptions) parse(args []string, stderr io.Writer) error {
 	return nil
 }
 
-// Entries tells a person or a test where the platform answers.
-type Entries struct {
-	// URLs are each node's https entry, in node order.
-	URLs []string `json:"urls"`
-	// Nodes are the node names, in the same order.
-	Nodes []string `json:"nodes"`
-	// NodeIPs are the nodes' InternalIPs, in the same order.
-	NodeIPs []string `json:"nodeIPs"`
-	// CAFile signed the entries' certificate.
-	CAFile string `json:"caFile"`
-	// Kubeconfig is a cluster-admin kubeconfig.
-	Kubeconfig string `json:"kubeconfig"`
-	// Kubectl is the kubectl binary.
-	Kubectl string `json:"kubectl"`
-	// Dir is the cluster's data directory, with every component's log.
-	Dir string `json:"dir"`
-}
-
 // up brings the cluster up, installs sandgate, prints the entries and
 // serves until ctx ends.
 func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (err error) {
@@ -129,15 +111,18 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	if err != nil {
 		return err
 	}
-	e := Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
-		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir()}
+	e := clusterinstall.Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
+		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PoliciesEnforced: netpol != "" && c.PolicyProblem == ""}
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}
 	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version)
-	if netpol != "" {
+	switch {
+	case netpol != "" && c.PolicyProblem == "":
 		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by kube-network-policies")
-	} else {
+	case netpol != "":
+		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced: "+c.PolicyProblem)
+	default:
 		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (no kube-network-policies image in "+o.imagesDir+")")
 	}
 	for i, u := range e.URLs {

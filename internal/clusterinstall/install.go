@@ -35,6 +35,27 @@ type Options struct {
 	IdleTimeout, ReportInterval time.Duration
 }
 
+// Entries tells a person or a test where an installed platform answers;
+// `sandgate-cluster up --ready-file` writes them as JSON.
+type Entries struct {
+	// URLs are each node's https entry, in node order.
+	URLs []string `json:"urls"`
+	// Nodes are the node names, in the same order.
+	Nodes []string `json:"nodes"`
+	// NodeIPs are the nodes' InternalIPs, in the same order.
+	NodeIPs []string `json:"nodeIPs"`
+	// CAFile signed the entries' certificate.
+	CAFile string `json:"caFile"`
+	// Kubeconfig is a cluster-admin kubeconfig.
+	Kubeconfig string `json:"kubeconfig"`
+	// Kubectl is the kubectl binary.
+	Kubectl string `json:"kubectl"`
+	// Dir is the cluster's data directory, with every component's log.
+	Dir string `json:"dir"`
+	// PoliciesEnforced says whether a NetworkPolicy enforcer runs.
+	PoliciesEnforced bool `json:"policiesEnforced"`
+}
+
 // Installed is what Install set up.
 type Installed struct {
 	// CAFile is the PEM CA that signed the node proxies' certificate.

@@ -10,18 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/clusterinstall"
 )
 
 // journey is one user's way through the platform, over the real entries.
 type journey struct {
 	t      *testing.T
-	e      entries
+	e      clusterinstall.Entries
 	client *http.Client
 	tls    *tls.Config
 	timing []string
+	probes map[string]bool // pods with a probe container
 }
 
-func newJourney(t *testing.T, e entries) *journey {
+func newJourney(t *testing.T, e clusterinstall.Entries) *journey {
 	ca, err := os.ReadFile(e.CAFile)
 	if err != nil {
 		t.Fatalf("read the entries' CA: %v", err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,18 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// entries is what `sandgate-cluster up --ready-file` writes.
-type entries struct {
-	URLs       []string `json:"urls"`
-	Nodes      []string `json:"nodes"`
-	NodeIPs    []string `json:"nodeIPs"`
-	CAFile     string   `json:"caFile"`
-	Kubeconfig string   `json:"kubeconfig"`
-	Kubectl    string   `json:"kubectl"`
-	Dir        string   `json:"dir"`
-}
+	"github.com/sandgate/sandgate/internal/clusterinstall"
+)
 
 // repoRoot is the repository's root, where make puts bin/.
 func repoRoot(t *testing.T) string {
@@ -38,23 +30,12 @@ func repoRoot(t *testing.T) string {
 // waits until it has written its entries. At cleanup it sends SIGINT, as
 // Ctrl-C does, and fails the test unless the command ends cleanly, which
 // includes finding nothing of the cluster left on the machine.
-func startCluster(t *testing.T, idle, report time.Duration) entries {
+func startCluster(t *testing.T, idle, report time.Duration) clusterinstall.Entries {
 	t.Helper()
 	root := repoRoot(t)
 	ready := filepath.Join(t.TempDir(), "entries.json")
-	cmd := exec.Command(filepath.Join(root, "bin", "sandgate-cluster"), "up",
-		"--ready-file", ready, "--logs-dir", filepath.Join(root, "artifacts", "cluster"),
-		"--version", envOr("VERSION", "dev"),
+	cmd, stdout := startUp(t, "--ready-file", ready, "--logs-dir", filepath.Join(root, "artifacts", "cluster"),
 		"--idle-timeout", idle.String(), "--report-interval", report.String())
-	cmd.Dir = root
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sandgate-cluster: %v", err)
-	}
 	upDone, removed, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -94,12 +75,31 @@ func startCluster(t *testing.T, idle, report time.Duration) entries {
 	if err != nil {
 		t.Fatalf("read the entries: %v", err)
 	}
-	var e entries
+	var e clusterinstall.Entries
 	if err := json.Unmarshal(data, &e); err != nil {
 		t.Fatalf("parse the entries: %v", err)
 	}
 	return e
 }
+
+// startUp starts `bin/sandgate-cluster up` with the images' version and
+// args, and returns it with its combined output.
+func startUp(t *testing.T, args ...string) (*exec.Cmd, io.ReadCloser) {
+	t.Helper()
+	root := repoRoot(t)
+	cmd := exec.Command(filepath.Join(root, "bin", "sandgate-cluster"), append([]string{"up", "--version", envOr("VERSION", "dev")}, args...)...)
+	cmd.Dir = root
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sandgate-cluster: %v", err)
+	}
+	return cmd, stdout
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
@@ -122,18 +122,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	if os.Getenv("SANDGATE_CLUSTER_JOURNEY") != "1" {
 		t.Skip("needs root and a few minutes: run `make e2e-cluster`")
 	}
-	root := repoRoot(t)
-	bin := filepath.Join(root, "bin", "sandgate-cluster")
-	cmd := exec.Command(bin, "up", "--version", envOr("VERSION", "dev"))
-	cmd.Dir = root
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start sandgate-cluster: %v", err)
-	}
+	cmd, stdout := startUp(t)
 	up := false
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
@@ -153,7 +142,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	if !up {
 		t.Fatalf("the cluster did not come up before it was killed")
 	}
-	out, err := exec.Command(bin, "down").CombinedOutput()
+	out, err := exec.Command(filepath.Join(repoRoot(t), "bin", "sandgate-cluster"), "down").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nothing of the cluster is left") {
 		t.Fatalf("down after a killed run: %v\n%s", err, out)
 	}

@@ -27,12 +27,16 @@ func TestJourney(t *testing.T) {
 		t.Log("per-step timings:\n  " + strings.Join(j.timing, "\n  "))
 	})
 
+	done := j.step("NetworkPolicies enforced: docs/traffic-matrix.yaml probed between real pods")
+	j.probeMatrix()
+	done()
+
 	a := j.signup(0, "alice")
 	pod := j.podNode(a)
 	other := 1 - pod
 	t.Logf("alice's pod runs on %s; %s hops to it", e.Nodes[pod], e.Nodes[other])
 
-	done := j.step("agent page through the pod's node and through the hop")
+	done = j.step("agent page through the pod's node and through the hop")
 	for _, i := range []int{pod, other} {
 		resp, body := j.do(i, http.MethodGet, "/u/alice/", "", a.browser(j, i))
 		j.expect(resp, body, http.StatusOK, "agent page on "+e.Nodes[i])

@@ -98,6 +98,26 @@ func (c *Cluster) poll(ctx context.Context, timeout time.Duration, what string, 
 	}
 }
 
+// queueProbe is a table with one rule that sends packets to an nfqueue,
+// as kube-network-policies does with every new connection it judges.
+const queueProbe = `table inet sandgate_queue_probe {
+	chain post {
+		type filter hook postrouting priority 0; policy accept;
+		ip daddr 192.0.2.255 queue num 98 bypass
+	}
+}
+`
+
+// checkPolicyEnforcer sets PolicyProblem when the kernel cannot run the
+// NetworkPolicy enforcer: kube-network-policies needs nftables' queue
+// expression, which some kernels build without.
+func (c *Cluster) checkPolicyEnforcer(ctx context.Context, n node) {
+	script := fmt.Sprintf("nft -f - <<'EOF'\n%sEOF\nnft delete table inet sandgate_queue_probe", queueProbe)
+	if _, err := runIn(ctx, n, "bash", "-c", script); err != nil {
+		c.PolicyProblem = "this kernel's nftables has no queue expression (nft_queue), which kube-network-policies needs: " + err.Error()
+	}
+}
+
 // startAddons deploys cluster DNS and storage, and waits for DNS.
 func (c *Cluster) startAddons(ctx context.Context) error {
 	dns, err := c.render("coredns", corednsManifest, map[string]string{"Image": c.opts.Images.CoreDNS})
@@ -110,7 +130,7 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 	if err := c.startStorage(ctx); err != nil {
 		return err
 	}
-	if img := c.opts.Images.NetworkPolicies; img != "" {
+	if img := c.opts.Images.NetworkPolicies; img != "" && c.PolicyProblem == "" {
 		m, err := c.render("netpol", netpolManifest, map[string]string{"Image": img})
 		if err != nil {
 			return err

@@ -67,6 +67,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Client is a cluster-admin client.
 	Client kubernetes.Interface
+	// PolicyProblem says why no NetworkPolicy enforcer runs although its
+	// image was given; empty when it runs or none was asked for.
+	PolicyProblem string
 }
 
 // Up removes what an earlier cluster left, then brings up the control
@@ -105,6 +108,9 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	if err := routeServices(ctx, c.nodes[0]); err != nil {
 		return nil, err
+	}
+	if o.Images.NetworkPolicies != "" {
+		c.checkPolicyEnforcer(ctx, c.nodes[0])
 	}
 	step()
 	if err := c.startControlPlane(ctx); err != nil {
