@@ -10,7 +10,10 @@
 // workspace live there and survive suspend and resume) and
 // DSH_TRUSTED_HOSTS. It prints the launch line with the token to stdout,
 // where the container runtime's CRI log carries it to the node proxy, logs
-// one stdout line per request, and shuts down gracefully on SIGTERM.
+// one stdout line per request, and shuts down gracefully on SIGTERM. With
+// --token-file (or DSH_TOKEN_FILE) it also writes the token to that file,
+// the interface the seed proposes for DSH Web, for node proxies running
+// with TOKEN_SOURCE=file.
 package main
 
 import (

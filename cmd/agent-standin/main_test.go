@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -38,7 +39,7 @@ func TestHelp(t *testing.T) {
 		if code := run(context.Background(), args, env(nil), &out, &errOut); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errOut.String())
 		}
-		for _, want := range []string{"Usage: agent-standin web", "STAND-IN for DSH Web", "-host", "-port", "DSH_HOME", "DSH_TRUSTED_HOSTS"} {
+		for _, want := range []string{"Usage: agent-standin web", "STAND-IN for DSH Web", "-host", "-port", "-token-file", "DSH_HOME", "DSH_TRUSTED_HOSTS", "DSH_TOKEN_FILE"} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%q: help lacks %q", args, want)
 			}
@@ -104,13 +105,14 @@ type standin struct {
 	stop           func() int
 }
 
-func start(t *testing.T, dataDir string) *standin {
+// start runs the command with dataDir as DSH_HOME, and extra arguments.
+func start(t *testing.T, dataDir string, extra ...string) *standin {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &standin{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"web", "--host", "127.0.0.1", "--port", "0"},
+		done <- run(ctx, append([]string{"web", "--host", "127.0.0.1", "--port", "0"}, extra...),
 			env(map[string]string{"DSH_HOME": dataDir, "DSH_TRUSTED_HOSTS": "sandgate.example"}), s.stdout, s.stderr)
 	}()
 	code := -1
@@ -205,6 +207,34 @@ func TestServeKeepsDataAcrossRestarts(t *testing.T) {
 	}
 	if !strings.Contains(second.stdout.String(), "1 messages in conversation log") {
 		t.Errorf("restart did not load the conversation from DSH_HOME: %q", second.stdout)
+	}
+}
+
+// TestTokenFile: --token-file, or DSH_TOKEN_FILE, makes the stand-in write
+// the token of its launch line to that file, for TOKEN_SOURCE=file.
+func TestTokenFile(t *testing.T) {
+	o, err := load([]string{"web"}, env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
+	if err != nil || o.TokenFile != "/run/dsh/token" {
+		t.Errorf("DSH_TOKEN_FILE: %+v, %v", o, err)
+	}
+	o, err = load([]string{"web", "--token-file", "/run/other"}, env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
+	if err != nil || o.TokenFile != "/run/other" {
+		t.Errorf("--token-file over DSH_TOKEN_FILE: %+v, %v", o, err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"web", "--token-file", "run/token"}, env(map[string]string{"HOME": "/h"}), &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), `token file "run/token"`) {
+		t.Errorf("relative --token-file: exit %d, %q", code, errOut.String())
+	}
+
+	path := filepath.Join(t.TempDir(), "token")
+	s := start(t, t.TempDir(), "--token-file", path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(data)); got != s.token {
+		t.Errorf("token file holds %q, the launch line %q", got, s.token)
 	}
 }
 

@@ -22,6 +22,10 @@ type Options struct {
 	DataDir string
 	// TrustedHosts is DSH_TRUSTED_HOSTS, comma-separated.
 	TrustedHosts []string
+	// TokenFile is --token-file, or DSH_TOKEN_FILE without it: where the
+	// app also writes its launch token, for node proxies reading it with
+	// TOKEN_SOURCE=file. Empty writes none.
+	TokenFile string
 }
 
 // Defaults returns DSH Web's defaults: loopback, port 3080.
@@ -29,8 +33,9 @@ func Defaults() Options {
 	return Options{Host: "127.0.0.1", Port: 3080}
 }
 
-// load reads `web [--host H] [--port P]` and the environment over
-// Defaults. It returns flag.ErrHelp after printing the usage for --help.
+// load reads `web [--host H] [--port P] [--token-file F]` and the
+// environment over Defaults. It returns flag.ErrHelp after printing the
+// usage for --help.
 func load(args []string, getenv func(string) string, usageOut io.Writer) (Options, error) {
 	o := Defaults()
 	if home := getenv("DSH_HOME"); home != "" {
@@ -39,12 +44,14 @@ func load(args []string, getenv func(string) string, usageOut io.Writer) (Option
 		o.DataDir = filepath.Join(home, ".dsh")
 	}
 	o.TrustedHosts = settings.SplitList(getenv("DSH_TRUSTED_HOSTS"))
+	o.TokenFile = getenv("DSH_TOKEN_FILE")
 
 	fs := flag.NewFlagSet("agent-standin web", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	fs.Usage = func() { usage(usageOut, fs) }
 	fs.StringVar(&o.Host, "host", o.Host, "address to listen on; 0.0.0.0 in a pod")
 	fs.IntVar(&o.Port, "port", o.Port, "port to listen on; 0 picks a free one")
+	fs.StringVar(&o.TokenFile, "token-file", o.TokenFile, "also write the launch token to this file (mode 0600), e.g. in an emptyDir volume; overrides DSH_TOKEN_FILE")
 	if len(args) == 0 || args[0] != "web" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			fs.Usage()
@@ -62,7 +69,7 @@ func load(args []string, getenv func(string) string, usageOut io.Writer) (Option
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, `Usage: agent-standin web [--host HOST] [--port PORT]
+	fmt.Fprint(w, `Usage: agent-standin web [--host HOST] [--port PORT] [--token-file FILE]
 
 A STAND-IN for DSH Web, the agent web app of sandgate's sandbox pods, for
 test clusters without the real app: sandgate's simulated agent app
@@ -70,6 +77,7 @@ test clusters without the real app: sandgate's simulated agent app
 "dsh web: listening on http://<host>:<port>/?token=<token>" to stdout, answers
 /favicon.svg without auth for probes, refuses Host headers other than
 localhost, 127.0.0.1 and DSH_TRUSTED_HOSTS with 400, and stops on SIGTERM.
+With --token-file it first writes the token to that file as well.
 
 Flags:
 `)
@@ -79,6 +87,7 @@ Environment:
   DSH_HOME           data directory (conversation log, workspace/); default $HOME/.dsh
   HOME               used for DSH_HOME's default
   DSH_TRUSTED_HOSTS  comma-separated Host names accepted besides localhost and 127.0.0.1
+  DSH_TOKEN_FILE     like --token-file
 `)
 }
 
@@ -92,6 +101,7 @@ func (o Options) appOptions(stdout, stderr io.Writer) agentapp.Options {
 	a.Stdout, a.Stderr = stdout, stderr
 	a.DataDir = o.DataDir
 	a.TrustedHosts = o.TrustedHosts
+	a.TokenFile = o.TokenFile
 	return a
 }
 

@@ -49,8 +49,11 @@ type config struct {
 	WSMaxMessageBytes         int
 	HeaderAllowlist           string
 	MaxHeaderKB               int
+	TokenSource               string
 	LogRoot                   string
 	LogTailLines              int
+	TokenPattern, TokenStream string
+	KubeletPodsDir, TokenFile string
 	HandshakeTimeout          time.Duration
 	HeaderTimeout             time.Duration
 	BodyTimeout, WriteTimeout time.Duration
@@ -79,8 +82,9 @@ func defaults() config {
 		MaxBodyMB: nodeproxy.DefaultMaxBodyBytes >> 20, BufferBodyKB: nodeproxy.DefaultBufferBodyBytes >> 10,
 		MaxInFlightPerUser: nodeproxy.DefaultMaxInFlightPerUser, WSMaxMessageBytes: nodeproxy.DefaultWSMaxMessageBytes,
 		MaxHeaderKB: nodeproxy.DefaultMaxHeaderBytes >> 10,
-		LogRoot:     handshake.DefaultLogRoot, LogTailLines: handshake.DefaultTailLines, HandshakeTimeout: 5 * time.Second,
-		HeaderTimeout: nodeproxy.DefaultHeaderTimeout, BodyTimeout: nodeproxy.DefaultBodyTimeout,
+		TokenSource: handshake.SourceLog, LogRoot: handshake.DefaultLogRoot, LogTailLines: handshake.DefaultTailLines,
+		TokenStream: handshake.StreamStdout, KubeletPodsDir: handshake.DefaultPodsRoot, TokenFile: handshake.DefaultTokenFile,
+		HandshakeTimeout: 5 * time.Second, HeaderTimeout: nodeproxy.DefaultHeaderTimeout, BodyTimeout: nodeproxy.DefaultBodyTimeout,
 		WriteTimeout: nodeproxy.DefaultWriteTimeout, IdleTimeout: nodeproxy.DefaultIdleTimeout,
 		UpstreamIdleTimeout: nodeproxy.DefaultUpstreamIdle, RetryAfter: nodeproxy.DefaultRetryAfter,
 		WakeTimeout: nodeproxy.DefaultWakeTimeout, ReportInterval: activity.DefaultReportInterval,
@@ -124,8 +128,13 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("ws-max-message-bytes", "WS_MAX_MESSAGE_BYTES", "largest WebSocket message; a larger one closes the connection (1009)", settings.Int(&c.WSMaxMessageBytes)),
 		settings.Var("upstream-header-allowlist", "UPSTREAM_HEADER_ALLOWLIST", "comma-separated client headers sent to the app; empty applies the denylist", settings.String(&c.HeaderAllowlist)),
 		settings.Var("max-header-kb", "MAX_HEADER_KB", "largest request header block (431 past it)", settings.Int(&c.MaxHeaderKB)),
+		settings.Var("token-source", "TOKEN_SOURCE", "where launch tokens come from: log (the app's launch line in its pod's log files) or file (a token file the app writes into a volume of its pod)", settings.String(&c.TokenSource)),
 		settings.Var("log-root", "LOG_ROOT", "the node's pod log directory, read for launch tokens", settings.String(&c.LogRoot)),
 		settings.Var("log-tail-lines", "DSH_LOG_TAIL_LINES", "log lines searched for the launch token, newest first", settings.Int(&c.LogTailLines)),
+		settings.Var("token-pattern", "TOKEN_PATTERN", "regular expression (Go RE2) matching the app's launch line, the token in a (?P<token>...) group; empty matches \"dsh web: listening on <url>?token=<16-512 URL-safe characters>\"", settings.String(&c.TokenPattern)),
+		settings.Var("token-stream", "TOKEN_STREAM", "container stream the launch line is printed to: stdout, stderr or any", settings.String(&c.TokenStream)),
+		settings.Var("kubelet-pods-dir", "KUBELET_PODS_DIR", "the kubelet's pod directory on this node, read with TOKEN_SOURCE=file", settings.String(&c.KubeletPodsDir)),
+		settings.Var("token-file", "TOKEN_FILE", "the token file's path below <KUBELET_PODS_DIR>/<pod UID>/ with TOKEN_SOURCE=file", settings.String(&c.TokenFile)),
 		settings.Var("handshake-timeout", "HANDSHAKE_TIMEOUT", "bound on one log read plus token exchange", settings.Duration(&c.HandshakeTimeout)),
 		settings.Var("header-timeout", "HEADER_TIMEOUT", "time a client has to send its request headers", settings.Duration(&c.HeaderTimeout)),
 		settings.Var("body-timeout", "BODY_TIMEOUT", "time a client has to send its request body", settings.Duration(&c.BodyTimeout)),
@@ -200,6 +209,7 @@ func (c config) validate() error {
 		bad("LISTEN_ADDR and OPS_ADDR must differ")
 	}
 	errs = append(errs, c.validateTLS()...)
+	errs = append(errs, c.validateHandshake()...)
 	if _, err := c.listenPort(); err != nil {
 		errs = append(errs, err)
 	}

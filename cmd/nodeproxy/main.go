@@ -68,9 +68,7 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	hs, err := handshake.New(handshake.Options{
-		LogRoot: c.LogRoot, TailLines: c.LogTailLines, Timeout: c.HandshakeTimeout, Logger: log, Registerer: reg,
-	})
+	hs, err := handshake.New(c.handshakeOptions(log, reg))
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,8 @@ func TestHelp(t *testing.T) {
 	for _, want := range []string{"Usage: nodeproxy", "--node-name [NODE_NAME]", "--max-body-mb [MAX_BODY_MB]",
 		"[MAX_IN_FLIGHT_PER_USER]", "[WS_MAX_MESSAGE_BYTES]", "[UPSTREAM_HEADER_ALLOWLIST]", "[DSH_LOG_TAIL_LINES]",
 		"[COOKIE_SECURE]", "[COOKIE_NAME]", "[AUTHAPI_URL]", "[JWKS_URL]", "[LOG_ROOT]",
-		"--tls-cert-file [TLS_CERT_FILE]", "[TLS_KEY_FILE]", "[TLS_LISTEN_ADDR]"} {
+		"--tls-cert-file [TLS_CERT_FILE]", "[TLS_KEY_FILE]", "[TLS_LISTEN_ADDR]",
+		"--token-source [TOKEN_SOURCE]", "--token-pattern [TOKEN_PATTERN]", "[TOKEN_STREAM]", "[KUBELET_PODS_DIR]", "[TOKEN_FILE]"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

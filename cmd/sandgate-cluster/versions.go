@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -30,9 +31,7 @@ func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
 		{"kubectl", []string{bin("kubectl"), "version", "--client"}},
 		{"containerd", []string{bin("containerd"), "--version"}},
 		{"runc", []string{b.Runc, "--version"}},
-		{"CNI bridge", []string{filepath.Join(b.CNIDir, "bridge")}},
-		{"CNI host-local", []string{filepath.Join(b.CNIDir, "host-local")}},
-		{"CNI portmap", []string{filepath.Join(b.CNIDir, "portmap")}},
+		{"CNI bridge, host-local, portmap", []string{"dpkg-query", "-W", "-f=containernetworking-plugins ${Version} (Debian)", "containernetworking-plugins"}},
 		{"CoreDNS", []string{bin("coredns"), "-version"}},
 		{"local-path-provisioner", []string{bin("local-path-provisioner"), "--version"}},
 		{"iptables", []string{"iptables", "--version"}},
@@ -41,9 +40,9 @@ func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
 		out, _ := exec.CommandContext(ctx, c.cmd[0], c.cmd[1:]...).CombinedOutput()
 		cancel()
 		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		fmt.Fprintf(w, "component %-24s %s\n", c.name, first)
+		fmt.Fprintf(w, "component %-32s %s\n", c.name, first)
 	}
-	fmt.Fprintf(w, "component %-24s %s\n", "kube-network-policies", moduleVersion(bin("kube-network-policies"), "sigs.k8s.io/kube-network-policies"))
+	fmt.Fprintf(w, "component %-32s %s\n", "kube-network-policies", moduleVersion(bin("kube-network-policies"), "sigs.k8s.io/kube-network-policies"))
 }
 
 // moduleVersion is the version of module mod that the Go binary at path
@@ -53,9 +52,9 @@ func moduleVersion(path, mod string) string {
 	if err != nil {
 		return "not built: " + err.Error()
 	}
-	for _, d := range info.Deps {
-		if d.Path == mod {
-			return mod + " " + d.Version
+	for _, m := range append([]*debug.Module{&info.Main}, info.Deps...) {
+		if m.Path == mod {
+			return mod + " " + m.Version
 		}
 	}
 	return "unknown"

@@ -78,7 +78,7 @@ func (j *journey) waitGone(a account) {
 	})
 }
 
-// poll checks cond every half second until it holds or timeout passes.
+// poll checks cond every 100 ms until it holds or timeout passes.
 func (j *journey) poll(timeout time.Duration, what string, cond func() bool) {
 	j.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -86,6 +86,6 @@ func (j *journey) poll(timeout time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			j.t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -37,10 +37,10 @@ func (j *journey) probeMatrix() {
 		if note != "" {
 			got = "-"
 		}
-		rows = append(rows, fmt.Sprintf("%-16s %-16s %-9s %-8s %-8s %s%s", f.From, f.To, strconv.Itoa(int(f.Port))+"/"+string(f.Proto), want, got, f.Why, note))
 		if note == "" && !f.Allowed && !j.e.PoliciesEnforced {
 			note = " (NOT ENFORCED: no NetworkPolicy enforcer runs)"
 		}
+		rows = append(rows, fmt.Sprintf("%-16s %-16s %-9s %-8s %-8s %s%s", f.From, f.To, strconv.Itoa(int(f.Port))+"/"+string(f.Proto), want, got, f.Why, note))
 		if note == "" && got != want {
 			failed = append(failed, fmt.Sprintf("%s -> %s %d/%s: %s, want %s (%s)", f.From, f.To, f.Port, f.Proto, got, want, f.Why))
 		}

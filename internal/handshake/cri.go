@@ -72,6 +72,15 @@ func parseCRILine(line []byte) (record, bool) {
 	return r, true
 }
 
+// logLine is one logical log line: the joined text of its records and
+// the stream they came from. An unfinished line (its last record was a P)
+// may still grow, so a token at its end may be cut short.
+type logLine struct {
+	stream     stream
+	text       []byte
+	unfinished bool
+}
+
 // joiner rebuilds logical lines from CRI records fed in chronological
 // order. A partial record continues with the next record of the same stream,
 // which may sit in the next (newer) file after a rotation.
@@ -81,7 +90,7 @@ type joiner struct {
 	// lastSeq orders the two streams' unfinished lines in flush.
 	lastSeq [numStreams]int
 	seq     int
-	lines   [][]byte
+	lines   []logLine
 }
 
 // add feeds one record.
@@ -95,24 +104,24 @@ func (j *joiner) add(r record) {
 		return
 	}
 	if !j.open[s] {
-		j.lines = append(j.lines, r.text)
+		j.lines = append(j.lines, logLine{stream: s, text: r.text})
 		return
 	}
 	line := append(j.pending[s], r.text...)
 	j.pending[s], j.open[s] = nil, false
-	j.lines = append(j.lines, line)
+	j.lines = append(j.lines, logLine{stream: s, text: line})
 }
 
 // flush ends the input: a line still open (its writer has not finished it)
 // is emitted as it is, being the newest text of its stream.
-func (j *joiner) flush() [][]byte {
+func (j *joiner) flush() []logLine {
 	first, second := streamStdout, streamStderr
 	if j.lastSeq[second] < j.lastSeq[first] {
 		first, second = second, first
 	}
 	for _, s := range [...]stream{first, second} {
 		if j.open[s] {
-			j.lines = append(j.lines, j.pending[s])
+			j.lines = append(j.lines, logLine{stream: s, text: j.pending[s], unfinished: true})
 			j.pending[s], j.open[s] = nil, false
 		}
 	}

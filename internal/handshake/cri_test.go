@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -62,19 +63,31 @@ func TestJoiner(t *testing.T) {
 	rec := func(s stream, partial bool, text string) record {
 		return record{stream: s, partial: partial, text: []byte(text)}
 	}
+	// Lines are described as "<stream>:<text>", with "..." appended
+	// when unfinished.
+	describe := func(lines []logLine) []string {
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = fmt.Sprintf("%d:%s", l.stream, l.text)
+			if l.unfinished {
+				out[i] += "..."
+			}
+		}
+		return out
+	}
 	tests := []struct {
 		name string
 		recs []record
 		want []string // chronological
 	}{
-		{"full lines", []record{rec(0, false, "a"), rec(1, false, "b")}, []string{"a", "b"}},
-		{"partials joined", []record{rec(0, true, "ab"), rec(0, true, "cd"), rec(0, false, "ef")}, []string{"abcdef"}},
+		{"full lines", []record{rec(0, false, "a"), rec(1, false, "b")}, []string{"0:a", "1:b"}},
+		{"partials joined", []record{rec(0, true, "ab"), rec(0, true, "cd"), rec(0, false, "ef")}, []string{"0:abcdef"}},
 		{"streams interleaved", []record{
 			rec(0, true, "out1-"), rec(1, true, "err1-"), rec(1, false, "err2"), rec(0, false, "out2"),
-		}, []string{"err1-err2", "out1-out2"}},
-		{"open line flushed last", []record{rec(0, false, "done"), rec(0, true, "still writing")}, []string{"done", "still writing"}},
-		{"both open, newest last", []record{rec(1, true, "e"), rec(0, true, "o")}, []string{"e", "o"}},
-		{"empty partial", []record{rec(0, true, ""), rec(0, false, "x")}, []string{"x"}},
+		}, []string{"1:err1-err2", "0:out1-out2"}},
+		{"open line flushed last", []record{rec(0, false, "done"), rec(0, true, "still writing")}, []string{"0:done", "0:still writing..."}},
+		{"both open, newest last", []record{rec(1, true, "e"), rec(0, true, "o")}, []string{"1:e...", "0:o..."}},
+		{"empty partial", []record{rec(0, true, ""), rec(0, false, "x")}, []string{"0:x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +95,7 @@ func TestJoiner(t *testing.T) {
 			for _, r := range tc.recs {
 				j.add(r)
 			}
-			if got := lineStrings(j.flush()); !slices.Equal(got, tc.want) {
+			if got := describe(j.flush()); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -97,8 +110,8 @@ func TestJoinerDoesNotAliasInput(t *testing.T) {
 	j.add(record{partial: true, text: buf[0:2]})
 	j.add(record{partial: false, text: buf[2:4]})
 	lines := j.flush()
-	if string(buf) != "abcdef" || string(lines[0]) != "abcd" {
-		t.Fatalf("buf %q lines %q", buf, lines)
+	if string(buf) != "abcdef" || string(lines[0].text) != "abcd" {
+		t.Fatalf("buf %q lines %q", buf, lineStrings(lines))
 	}
 }
 
@@ -126,8 +139,8 @@ func FuzzParseCRILine(f *testing.F) {
 		}
 		var j joiner
 		j.add(r)
-		if lines := j.flush(); len(lines) != 1 || !bytes.Equal(lines[0], r.text) {
-			t.Fatalf("joiner changed a single record: %q", lines)
+		if lines := j.flush(); len(lines) != 1 || !bytes.Equal(lines[0].text, r.text) || lines[0].stream != r.stream || lines[0].unfinished != r.partial {
+			t.Fatalf("joiner changed a single record: %+v", lines)
 		}
 	})
 }

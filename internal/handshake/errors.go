@@ -15,13 +15,23 @@ var (
 	// not exist on this node (yet). Proxy: 503.
 	ErrNoLogs = errors.New("no pod logs on this node")
 
-	// ErrUnsafePath means a log directory or file is a symlink, not a plain
-	// directory or regular file, or resolves outside the log root. Proxy: 500.
-	ErrUnsafePath = errors.New("unsafe log path")
+	// ErrUnsafePath means a log or token file, or a directory on its path,
+	// is a symlink, not a plain directory or regular file, resolves
+	// outside its root, or (token file) may be written by anyone.
+	// Proxy: 500.
+	ErrUnsafePath = errors.New("unsafe path")
 
-	// ErrNoToken means the bounded log tail holds no launch token line.
-	// Proxy: 503 "missing launch token".
+	// ErrNoToken means no usable launch token was found: the bounded log
+	// tail holds no launch line, the token file is missing or holds no
+	// token, or the app refused every token found before. Proxy: 503
+	// "missing launch token".
 	ErrNoToken = errors.New("missing launch token")
+
+	// ErrTokenRefused means the app answered 401 to a launch token: it is
+	// not the running app's token (planted by other output, or left from
+	// an earlier start). It always comes together with ErrExchange, so the
+	// proxy maps it like any failed exchange. Proxy: 502.
+	ErrTokenRefused = errors.New("launch token refused")
 
 	// ErrExchange means the token exchange with the pod failed: transport
 	// error, timeout or a status other than a redirect. Proxy: 502.

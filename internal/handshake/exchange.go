@@ -59,8 +59,9 @@ type upstreamCookie struct {
 }
 
 // exchange sends GET /?token=<token> to t.Addr with the browser's Host and
-// the forwarded headers and collects the auth cookies of the redirect.
-// Errors never include the token, the cookies or the request URI.
+// the forwarded headers and collects the auth cookies of the redirect. A
+// 401 is ErrTokenRefused: the app does not know that token. Errors never
+// include the token, the cookies or the request URI.
 func (e *exchanger) exchange(ctx context.Context, t Target, token string) (upstreamCookie, error) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -85,6 +86,9 @@ func (e *exchanger) exchange(ctx context.Context, t Target, token string) (upstr
 		return upstreamCookie{}, fmt.Errorf("%w: %s", ErrExchange, transportFailure(err))
 	}
 	status := resp.StatusCode()
+	if status == fasthttp.StatusUnauthorized {
+		return upstreamCookie{}, fmt.Errorf("%w: %w: status %d", ErrExchange, ErrTokenRefused, status)
+	}
 	if status < 300 || status > 399 {
 		return upstreamCookie{}, fmt.Errorf("%w: status %d", ErrExchange, status)
 	}

@@ -64,14 +64,14 @@ func (t Target) key() cacheKey {
 	return cacheKey{user: t.User, podUID: t.PodUID, host: t.Host}
 }
 
-// Handshaker reads launch tokens from pod log files on this node, trades
-// them for the app's auth cookies and caches the result per
-// (user, pod UID, Host). It is safe for concurrent use; build one in main
-// with New and Close it on shutdown.
+// Handshaker reads launch tokens from pod log files (or token files) on
+// this node, trades them for the app's auth cookies and caches the result
+// per (user, pod UID, Host). It is safe for concurrent use; build one in
+// main with New and Close it on shutdown.
 type Handshaker struct {
 	log     *slog.Logger
-	reader  *logReader
-	token   *tokenMatcher
+	source  tokenSource
+	refused *refusedTokens
 	ex      *exchanger
 	cache   *cookieCache
 	metrics *metrics
@@ -88,22 +88,53 @@ type Handshaker struct {
 	flying sync.WaitGroup
 }
 
-// New builds a Handshaker: it opens the log root, compiles the token
-// pattern, builds the HTTP client and registers the metrics.
+// New builds a Handshaker: it opens the log root (or, with the file
+// source, the kubelet's pod directory), compiles the token pattern, builds
+// the HTTP client and registers the metrics.
 func New(o Options) (*Handshaker, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("handshake options: %w", err)
 	}
 	o = o.withDefaults()
-	tm, err := newTokenMatcher(o.TokenPattern)
-	if err != nil {
-		return nil, err
-	}
 	cache, err := newCookieCache(o.CacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("build cookie cache: %w", err)
 	}
-	m, err := newMetrics(o.Registerer)
+	refused, err := newRefusedTokens(refusedCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("build refused token cache: %w", err)
+	}
+	m, err := newMetrics(o.Registerer, o.TokenSource)
+	if err != nil {
+		return nil, err
+	}
+	src, err := newSource(o)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	return &Handshaker{
+		log:     o.Logger.With("component", "handshake"),
+		source:  src,
+		refused: refused,
+		ex:      newExchanger(o, now),
+		cache:   cache,
+		metrics: m,
+		timeout: o.Timeout,
+		now:     now,
+	}, nil
+}
+
+// newSource opens the root of o's token source.
+func newSource(o Options) (tokenSource, error) {
+	if o.TokenSource == SourceFile {
+		root, err := os.OpenRoot(o.PodsRoot)
+		if err != nil {
+			return nil, fmt.Errorf("open kubelet pods directory: %w", err)
+		}
+		return &fileSource{reader: newFileReader(root, o.TokenFile)}, nil
+	}
+	tm, err := newTokenMatcher(o.TokenPattern, o.TokenStream)
 	if err != nil {
 		return nil, err
 	}
@@ -111,21 +142,14 @@ func New(o Options) (*Handshaker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open log root: %w", err)
 	}
-	now := time.Now
-	return &Handshaker{
-		log: o.Logger.With("component", "handshake"),
+	return &logSource{
 		reader: &logReader{root: root, limits: readerLimits{
 			maxLines:      o.TailLines,
 			maxFileBytes:  o.MaxFileBytes,
 			maxTotalBytes: o.MaxTotalBytes,
 			maxGzipBytes:  o.MaxGzipBytes,
 		}},
-		token:   tm,
-		ex:      newExchanger(o, now),
-		cache:   cache,
-		metrics: m,
-		timeout: o.Timeout,
-		now:     now,
+		matcher: tm,
 	}, nil
 }
 
@@ -135,7 +159,7 @@ func New(o Options) (*Handshaker, error) {
 // shared handshake goes on, bounded by Options.Timeout, for the others.
 func (h *Handshaker) Cookie(ctx context.Context, t Target) (string, error) {
 	if err := t.validate(); err != nil {
-		h.metrics.handshakes.WithLabelValues(resultInvalidRef).Inc()
+		h.metrics.handshakes.WithLabelValues(resultInvalidRef, h.source.name()).Inc()
 		return "", err
 	}
 	if h.isClosed() {
@@ -157,7 +181,7 @@ func (h *Handshaker) Cookie(ctx context.Context, t Target) (string, error) {
 // calls Refresh at most once per request.
 func (h *Handshaker) Refresh(ctx context.Context, t Target, stale string) (string, error) {
 	if err := t.validate(); err != nil {
-		h.metrics.handshakes.WithLabelValues(resultInvalidRef).Inc()
+		h.metrics.handshakes.WithLabelValues(resultInvalidRef, h.source.name()).Inc()
 		return "", err
 	}
 	if h.isClosed() {
@@ -171,11 +195,12 @@ func (h *Handshaker) Refresh(ctx context.Context, t Target, stale string) (strin
 	return h.flight(ctx, t, k, true)
 }
 
-// ForgetPod drops every cached cookie of the pod with this UID. The
-// informer calls it when the pod is deleted or replaced or its sandbox is
-// suspended.
+// ForgetPod drops every cached cookie of the pod with this UID and the
+// tokens its app refused. The informer calls it when the pod is deleted or
+// replaced or its sandbox is suspended.
 func (h *Handshaker) ForgetPod(uid string) {
 	n := h.forget(func(k cacheKey) bool { return k.podUID == uid })
+	h.refused.forgetPod(uid)
 	h.log.Debug("forgot pod cookies", "pod_uid", uid, "entries", n)
 }
 
@@ -194,8 +219,8 @@ func (h *Handshaker) forget(match func(cacheKey) bool) int {
 	return h.cache.removeIf(match)
 }
 
-// Close waits for handshakes in flight, then releases the log root and the
-// client's idle connections. Calls after Close return ErrClosed.
+// Close waits for handshakes in flight, then releases the source's root
+// directory and the client's idle connections. Calls after Close return ErrClosed.
 func (h *Handshaker) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -206,7 +231,7 @@ func (h *Handshaker) Close() error {
 	h.mu.Unlock()
 	h.flying.Wait()
 	h.ex.client.CloseIdleConnections()
-	return h.reader.root.Close()
+	return h.source.close()
 }
 
 func (h *Handshaker) isClosed() bool {
@@ -239,8 +264,8 @@ func (h *Handshaker) flight(ctx context.Context, t Target, k cacheKey, force boo
 	}
 }
 
-// handshake does one log read and exchange and stores the result. It runs
-// detached from any one caller's context, bounded by the timeout.
+// handshake does one token lookup and exchange and stores the result. It
+// runs detached from any one caller's context, bounded by the timeout.
 func (h *Handshaker) handshake(t Target, k cacheKey) (string, error) {
 	epoch, ok := h.enter()
 	if !ok {
@@ -251,23 +276,22 @@ func (h *Handshaker) handshake(t Target, k cacheKey) (string, error) {
 	defer cancel()
 
 	start := time.Now()
-	c, read, err := h.fetch(ctx, t)
+	c, a, err := h.fetch(ctx, t)
 	result := resultOf(err)
-	h.metrics.handshakes.WithLabelValues(result).Inc()
-	h.metrics.logBytesRead.Add(float64(read.bytesRead))
-	attrs := []slog.Attr{
-		slog.String("user", t.User),
-		slog.String("namespace", t.Namespace),
-		slog.String("pod", t.Pod),
-		slog.String("pod_uid", t.PodUID),
+	h.metrics.handshakes.WithLabelValues(result, h.source.name()).Inc()
+	h.metrics.logBytesRead.Add(float64(a.found.logBytes))
+	attrs := append(targetAttrs(t, h.source.name()),
 		slog.String("result", result),
-		slog.Int("log_files", read.files),
-		slog.Int("log_lines", len(read.lines)),
-		slog.Int64("log_bytes", read.bytesRead),
+		slog.Int("files", a.found.files),
+		slog.Int("log_lines", a.found.lines),
+		slog.Int64("bytes_read", a.found.bytesRead),
+		slog.Int("candidates", len(a.found.tokens)),
+		slog.Int("candidates_tried", a.tried),
+		slog.Int("candidates_skipped", a.skipped),
 		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
-	}
-	if read.stoppedAt != nil {
-		attrs = append(attrs, slog.String("log_stopped", read.stoppedAt.Error()))
+	)
+	if a.found.stoppedAt != nil {
+		attrs = append(attrs, slog.String("log_stopped", a.found.stoppedAt.Error()))
 	}
 	if err != nil {
 		// err is built by this package and never holds the token or
@@ -285,6 +309,17 @@ func (h *Handshaker) handshake(t Target, k cacheKey) (string, error) {
 	return c.header, nil
 }
 
+// targetAttrs are the log attributes naming t's pod and the token source.
+func targetAttrs(t Target, source string) []slog.Attr {
+	return []slog.Attr{
+		slog.String("user", t.User),
+		slog.String("namespace", t.Namespace),
+		slog.String("pod", t.Pod),
+		slog.String("pod_uid", t.PodUID),
+		slog.String("source", source),
+	}
+}
+
 // enter registers a handshake in flight unless the Handshaker is closed
 // and returns the current forget epoch.
 func (h *Handshaker) enter() (uint64, bool) {
@@ -295,22 +330,4 @@ func (h *Handshaker) enter() (uint64, bool) {
 	}
 	h.flying.Add(1)
 	return h.epoch, true
-}
-
-// fetch reads the newest launch token of t's container and exchanges it.
-// It also returns what the log read did, for metrics and the log.
-func (h *Handshaker) fetch(ctx context.Context, t Target) (upstreamCookie, readResult, error) {
-	res, err := h.reader.read(ctx, t.logRef())
-	if err != nil {
-		return upstreamCookie{}, res, fmt.Errorf("read pod logs: %w", err)
-	}
-	token, ok := h.token.find(res.lines)
-	if !ok {
-		return upstreamCookie{}, res, fmt.Errorf("%w in the last %d log lines", ErrNoToken, len(res.lines))
-	}
-	c, err := h.ex.exchange(ctx, t, token)
-	if err != nil {
-		return upstreamCookie{}, res, fmt.Errorf("exchange launch token: %w", err)
-	}
-	return c, res, nil
 }

@@ -109,7 +109,7 @@ func TestCookieExchange(t *testing.T) {
 	if seen != want {
 		t.Errorf("app saw %+v\nwant %+v", seen, want)
 	}
-	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK)); v != 1 {
+	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK, SourceLog)); v != 1 {
 		t.Errorf("ok handshakes = %v", v)
 	}
 	if v := counter(x.h.metrics.logBytesRead); v <= 0 {
@@ -275,7 +275,7 @@ func TestSingleflight(t *testing.T) {
 		}
 	}
 	x.wantExchanges(1)
-	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK)); v != 1 {
+	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK, SourceLog)); v != 1 {
 		t.Errorf("%v handshakes, want 1", v)
 	}
 }
@@ -315,7 +315,7 @@ func TestCookieErrors(t *testing.T) {
 			x.target.PodUID = "ffffffff-ffff-4fff-8fff-ffffffffffff"
 		}, ErrNoLogs},
 		{"invalid ref", func(x *harness) { x.target.Pod = "../../etc" }, ErrInvalidRef},
-		{"token rejected", func(x *harness) { x.app.set("another token", x.cookie) }, ErrExchange},
+		{"token rejected", func(x *harness) { x.app.set("another token", x.cookie) }, ErrTokenRefused},
 		{"not a redirect", func(x *harness) { x.app.status = 200 }, ErrExchange},
 		{"no cookie", func(x *harness) { x.app.set(x.token) }, ErrNoCookie},
 		{"only other cookies", func(x *harness) { x.app.set(x.token, "session=1", "dsh-authx=2") }, ErrNoCookie},
@@ -338,7 +338,9 @@ func TestCookieErrors(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
-			// Failures are not cached: the next call tries again.
+			// Failures are not cached: the next call tries again,
+			// except with a token the app refused (see
+			// TestRefusedTokenNotRetried).
 			before := x.app.exchanges.Load()
 			x.h.Cookie(context.Background(), x.target)
 			if tc.want == ErrExchange || tc.want == ErrNoCookie {
@@ -346,7 +348,7 @@ func TestCookieErrors(t *testing.T) {
 					t.Error("failed exchange was cached")
 				}
 			}
-			if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOf(tc.want))); v < 1 {
+			if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOf(tc.want), SourceLog)); v < 1 {
 				t.Errorf("no %s handshake counted", resultOf(tc.want))
 			}
 		})
@@ -401,6 +403,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 
 	x.app.set("wrong", x.cookie) // token rejected
 	check(x.h.Refresh(context.Background(), x.target, ""))
+	x.h.ForgetPod(testUID) // let the failures below exchange the token again
 	x.app.set(x.token, x.cookie+"; Max-Age=0")
 	check(x.h.Refresh(context.Background(), x.target, ""))
 	x.app.raw = "HTTP/1.1 banana\r\nSet-Cookie: " + x.cookie + "\r\nX-Token: " + x.token + "\r\n\r\n"
@@ -415,7 +418,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 		t.Fatalf("only %d failures exercised", len(errs))
 	}
 	out := x.logBuf.String()
-	if !strings.Contains(out, `"msg":"handshake done"`) || !strings.Contains(out, `"msg":"handshake failed"`) {
+	if !strings.Contains(out, `"msg":"handshake done"`) || !strings.Contains(out, `"msg":"handshake failed"`) ||
+		!strings.Contains(out, `"msg":"launch token refused by the app"`) {
 		t.Fatalf("expected both success and failure logs, got:\n%s", out)
 	}
 	for _, s := range all {
@@ -452,10 +456,14 @@ func TestOptionsValidate(t *testing.T) {
 		t.Fatalf("zero options: %v", err)
 	}
 	bad := Options{
+		TokenSource:  "api",
 		LogRoot:      "relative/path",
+		PodsRoot:     "var/lib/kubelet/pods",
+		TokenFile:    "../other-pod/token",
 		TailLines:    -1,
 		MaxFileBytes: -1,
 		TokenPattern: "no group",
+		TokenStream:  "stdin",
 		CookiePrefix: "bad prefix",
 		Timeout:      -time.Second,
 		CacheSize:    -1,
@@ -464,7 +472,8 @@ func TestOptionsValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
-	for _, want := range []string{"log root", "tail lines", "max file bytes", "capturing group", "cookie prefix", "timeout", "cache size"} {
+	for _, want := range []string{`token source "api"`, "log root", "pods root", "token file", "tail lines", "max file bytes",
+		"(?P<token>...) group", `token stream "stdin"`, "cookie prefix", "timeout", "cache size"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not report %q", err, want)
 		}

@@ -109,10 +109,10 @@ func newTestReader(t *testing.T, root string, limits readerLimits) *logReader {
 }
 
 // lineStrings converts reader output for comparisons.
-func lineStrings(lines [][]byte) []string {
+func lineStrings(lines []logLine) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = string(l)
+		out[i] = string(l.text)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ const (
 	resultNoLogs     = "no_logs"
 	resultUnsafePath = "unsafe_path"
 	resultNoToken    = "no_token"
+	resultRefused    = "token_refused"
 	resultExchange   = "exchange_error"
 	resultNoCookie   = "no_cookie"
 	resultTimeout    = "timeout"
@@ -23,23 +24,39 @@ const (
 
 var allResults = []string{
 	resultOK, resultInvalidRef, resultNoLogs, resultUnsafePath, resultNoToken,
-	resultExchange, resultNoCookie, resultTimeout, resultError,
+	resultRefused, resultExchange, resultNoCookie, resultTimeout, resultError,
 }
+
+// Candidate outcomes, the only values of the candidates' outcome label.
+const (
+	candidateAccepted = "accepted" // exchanged for a cookie
+	candidateRefused  = "refused"  // the app answered 401
+	candidateFailed   = "failed"   // the exchange failed otherwise
+	candidateSkipped  = "skipped"  // refused before, not tried again
+)
+
+var allCandidateOutcomes = []string{candidateAccepted, candidateRefused, candidateFailed, candidateSkipped}
 
 // metrics holds the package's collectors. They are registered on the
 // Registerer from Options, never globally.
 type metrics struct {
-	handshakes   *prometheus.CounterVec // label result: allResults
+	handshakes   *prometheus.CounterVec // labels result (allResults), source
+	candidates   *prometheus.CounterVec // labels outcome (allCandidateOutcomes), source
 	cacheLookups *prometheus.CounterVec // label result: hit, miss
 	logBytesRead prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics builds the collectors with every series of source created.
+func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
 	m := &metrics{
 		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "handshake", Name: "total",
-			Help: "Handshakes (log read plus token exchange) by result.",
-		}, []string{"result"}),
+			Help: "Handshakes (token lookup plus exchange) by result and token source.",
+		}, []string{"result", "source"}),
+		candidates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "handshake", Name: "candidates_total",
+			Help: "Launch-token candidates by outcome (accepted, refused with 401, failed, skipped as refused before) and token source.",
+		}, []string{"outcome", "source"}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "handshake", Name: "cache_lookups_total",
 			Help: "Upstream cookie cache lookups by result (hit or miss).",
@@ -51,14 +68,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	// Create every series up front so dashboards see zeros, not gaps.
 	for _, r := range allResults {
-		m.handshakes.WithLabelValues(r)
+		m.handshakes.WithLabelValues(r, source)
+	}
+	for _, o := range allCandidateOutcomes {
+		m.candidates.WithLabelValues(o, source)
 	}
 	m.cacheLookups.WithLabelValues("hit")
 	m.cacheLookups.WithLabelValues("miss")
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.handshakes, m.cacheLookups, m.logBytesRead} {
+	for _, c := range []prometheus.Collector{m.handshakes, m.candidates, m.cacheLookups, m.logBytesRead} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register handshake metrics: %w", err)
 		}
@@ -79,6 +99,8 @@ func resultOf(err error) string {
 		return resultUnsafePath
 	case errors.Is(err, ErrNoToken):
 		return resultNoToken
+	case errors.Is(err, ErrTokenRefused):
+		return resultRefused
 	case errors.Is(err, ErrNoCookie):
 		return resultNoCookie
 	case errors.Is(err, ErrExchange):

@@ -43,9 +43,6 @@ func (r logRef) validate() error {
 // podDir is the kubelet's directory name for the pod: <ns>_<pod>_<uid>.
 func (r logRef) podDir() string { return r.namespace + "_" + r.pod + "_" + r.uid }
 
-// containerDir is the container's directory relative to the log root.
-func (r logRef) containerDir() string { return r.podDir() + "/" + r.container }
-
 // isDNSLabel reports whether s is an RFC 1123 label: lower-case
 // alphanumerics and '-', starting and ending alphanumeric, at most 63 bytes.
 func isDNSLabel(s string) bool {

@@ -21,6 +21,12 @@ const (
 	// DefaultCookiePrefix is the name prefix of the agent app's auth
 	// cookies.
 	DefaultCookiePrefix = "dsh-auth-"
+	// DefaultPodsRoot is the kubelet's pod directory, which holds each
+	// pod's volumes under <uid>/volumes/.
+	DefaultPodsRoot = "/var/lib/kubelet/pods"
+	// DefaultTokenFile is where the file source looks below a pod's
+	// directory: the file "token" in the pod's emptyDir volume "dsh-token".
+	DefaultTokenFile = "volumes/kubernetes.io~empty-dir/dsh-token/token"
 
 	defaultMaxFileBytes  = 1 << 20
 	defaultMaxTotalBytes = 4 << 20
@@ -29,10 +35,33 @@ const (
 	defaultCacheSize     = 4096
 )
 
+// Token sources, the values of Options.TokenSource.
+const (
+	// SourceLog reads the app's launch line from the pod's CRI log files.
+	SourceLog = "log"
+	// SourceFile reads a token file the app writes into a volume of its
+	// pod, found under the kubelet's pod directory.
+	SourceFile = "file"
+)
+
+// Container streams, the values of Options.TokenStream.
+const (
+	// StreamStdout matches launch lines the app writes to stdout.
+	StreamStdout = "stdout"
+	// StreamStderr matches launch lines the app writes to stderr.
+	StreamStderr = "stderr"
+	// StreamAny matches launch lines on either stream.
+	StreamAny = "any"
+)
+
 // Options configures a Handshaker. Zero fields take the defaults above;
 // main fills the rest from its flags and environment.
 type Options struct {
-	// LogRoot is the node's pod log directory, opened once by New.
+	// TokenSource is where launch tokens come from: SourceLog (the
+	// default) or SourceFile.
+	TokenSource string
+	// LogRoot is the node's pod log directory, opened once by New with
+	// the log source.
 	LogRoot string
 	// TailLines bounds how many logical log lines are searched for the
 	// token, newest first (DSH_LOG_TAIL_LINES).
@@ -44,9 +73,19 @@ type Options struct {
 	// MaxGzipBytes bounds the bytes decompressed from one rotated .gz
 	// file, which has to be read from its start.
 	MaxGzipBytes int64
-	// TokenPattern finds the launch token in a log line: the group named
-	// "token", or else the first group. DefaultTokenPattern when empty.
+	// TokenPattern finds the launch token in a log line, in its group
+	// named "token". DefaultTokenPattern when empty.
 	TokenPattern string
+	// TokenStream is the container stream whose lines TokenPattern is
+	// matched against: StreamStdout (the default), StreamStderr or
+	// StreamAny.
+	TokenStream string
+	// PodsRoot is the kubelet's pod directory on this node, opened once
+	// by New with the file source.
+	PodsRoot string
+	// TokenFile is the token file's path below <PodsRoot>/<pod UID>:
+	// relative, clean, without "..". DefaultTokenFile when empty.
+	TokenFile string
 	// CookiePrefix selects the upstream's auth cookies by name.
 	CookiePrefix string
 	// Timeout bounds one whole handshake: log read plus exchange.
@@ -67,8 +106,18 @@ type Options struct {
 // fields are valid: New replaces them with defaults.
 func (o Options) Validate() error {
 	var errs []error
-	if o.LogRoot != "" && !filepath.IsAbs(o.LogRoot) {
-		errs = append(errs, fmt.Errorf("log root %q is not an absolute path", o.LogRoot))
+	switch o.TokenSource {
+	case "", SourceLog, SourceFile:
+	default:
+		errs = append(errs, fmt.Errorf("token source %q is not %s or %s", o.TokenSource, SourceLog, SourceFile))
+	}
+	for name, dir := range map[string]string{"log root": o.LogRoot, "pods root": o.PodsRoot} {
+		if dir != "" && !filepath.IsAbs(dir) {
+			errs = append(errs, fmt.Errorf("%s %q is not an absolute path", name, dir))
+		}
+	}
+	if o.TokenFile != "" && !validTokenFilePath(o.TokenFile) {
+		errs = append(errs, fmt.Errorf("token file %q is not a clean relative path below the pod directory", o.TokenFile))
 	}
 	if o.TailLines < 0 {
 		errs = append(errs, fmt.Errorf("tail lines %d is negative", o.TailLines))
@@ -82,9 +131,14 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.TokenPattern != "" {
-		if _, err := newTokenMatcher(o.TokenPattern); err != nil {
+		if _, _, err := compileTokenPattern(o.TokenPattern); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	switch o.TokenStream {
+	case "", StreamStdout, StreamStderr, StreamAny:
+	default:
+		errs = append(errs, fmt.Errorf("token stream %q is not %s, %s or %s", o.TokenStream, StreamStdout, StreamStderr, StreamAny))
 	}
 	if o.CookiePrefix != "" && !validCookieName([]byte(o.CookiePrefix)) {
 		errs = append(errs, fmt.Errorf("cookie prefix %q is not a cookie name", o.CookiePrefix))
@@ -105,8 +159,20 @@ func (o Options) withDefaults() Options {
 			*p = d
 		}
 	}
+	if o.TokenSource == "" {
+		o.TokenSource = SourceLog
+	}
 	if o.LogRoot == "" {
 		o.LogRoot = DefaultLogRoot
+	}
+	if o.PodsRoot == "" {
+		o.PodsRoot = DefaultPodsRoot
+	}
+	if o.TokenFile == "" {
+		o.TokenFile = DefaultTokenFile
+	}
+	if o.TokenStream == "" {
+		o.TokenStream = StreamStdout
 	}
 	if o.TailLines == 0 {
 		o.TailLines = DefaultTailLines

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // maxDirEntries bounds how many entries of a container's log directory are
@@ -44,10 +43,10 @@ type logFile struct {
 
 // readResult is what one read produced.
 type readResult struct {
-	lines     [][]byte // logical lines, newest first
-	bytesRead int64    // bytes read from disk (compressed bytes for .gz)
-	files     int      // files opened
-	stoppedAt error    // why older files were not read, if not for a limit
+	lines     []logLine // logical lines, newest first
+	bytesRead int64     // bytes read from disk (compressed bytes for .gz)
+	files     int       // files opened
+	stoppedAt error     // why older files were not read, if not for a limit
 }
 
 // read returns up to limits.maxLines logical lines of the container's
@@ -124,32 +123,12 @@ func (r *logReader) read(ctx context.Context, ref logRef) (readResult, error) {
 	return res, nil
 }
 
-// openContainerDir opens <pod dir>/<container> as its own root after
-// checking that neither component is a symlink or anything but a directory.
+// openContainerDir opens <pod dir>/<container> as its own root, refusing
+// either component when it is a symlink or anything but a directory.
 func (r *logReader) openContainerDir(ref logRef) (*os.Root, error) {
-	for _, name := range []string{ref.podDir(), ref.containerDir()} {
-		fi, err := r.root.Lstat(name)
-		if err != nil {
-			return nil, classifyOpenErr(err, "stat log directory")
-		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("%w: log directory is a %s", ErrUnsafePath, kindOf(fi.Mode()))
-		}
-	}
-	dir, err := r.root.OpenRoot(ref.containerDir())
+	dir, err := openDir(r.root, ref.podDir(), ref.container)
 	if err != nil {
 		return nil, classifyOpenErr(err, "open log directory")
-	}
-	// The directory may have been swapped for a symlink since Lstat.
-	before, err1 := r.root.Lstat(ref.containerDir())
-	after, err2 := dir.Stat(".")
-	if err := cmp.Or(err1, err2); err != nil {
-		dir.Close()
-		return nil, classifyOpenErr(err, "stat log directory")
-	}
-	if !os.SameFile(before, after) {
-		dir.Close()
-		return nil, fmt.Errorf("%w: log directory changed while opening", ErrUnsafePath)
 	}
 	return dir, nil
 }
@@ -159,34 +138,15 @@ func (r *logReader) openContainerDir(ref logRef) (*os.Root, error) {
 // disk; taken counts the bytes of the file's tail window held in memory,
 // which is what the total byte budget limits.
 func (r *logReader) readFile(dir *os.Root, lf logFile, window int64, maxLines int) (tail []byte, read, taken int64, err error) {
-	before, err := dir.Lstat(lf.name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			// Rotated or compressed away since the listing.
-			return nil, 0, 0, nil
-		}
-		return nil, 0, 0, classifyOpenErr(err, "stat log file")
+	f, fi, err := openRegular(dir, lf.name)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Rotated or compressed away since the listing.
+		return nil, 0, 0, nil
 	}
-	if !before.Mode().IsRegular() {
-		return nil, 0, 0, fmt.Errorf("%w: log file is a %s", ErrUnsafePath, kindOf(before.Mode()))
-	}
-	// O_NONBLOCK: a FIFO swapped in after Lstat must not hang the open;
-	// the Stat below then refuses it.
-	f, err := dir.OpenFile(lf.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, 0, nil
-		}
 		return nil, 0, 0, classifyOpenErr(err, "open log file")
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("stat log file: %w", err)
-	}
-	if !os.SameFile(before, fi) || !fi.Mode().IsRegular() {
-		return nil, 0, 0, fmt.Errorf("%w: log file changed while opening", ErrUnsafePath)
-	}
 	if !lf.gzip {
 		tail, read, err = readTail(f, fi.Size(), window, maxLines)
 		return tail, read, read, err
@@ -307,18 +267,6 @@ func classifyOpenErr(err error, what string) error {
 		return fmt.Errorf("%w: %s: not found", ErrNoLogs, what)
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m.IsDir():
-		return "directory"
-	case m.IsRegular():
-		return "regular file"
-	}
-	return "special file"
 }
 
 func compareBool(a, b bool) int {

@@ -1,64 +1,105 @@
 package handshake
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 )
 
-// DefaultTokenPattern matches the agent app's launch line,
+// DefaultTokenPattern matches the agent app's launch line and nothing else:
 //
 //	dsh web: listening on http://<host>:<port>/?token=<token>
 //
-// tolerating other text around it as long as "dsh web:" comes before a
-// ?token= or &token= query parameter. The token is 43 characters of
-// base64url (32 random bytes, unpadded) and must not run on into more
-// base64url characters.
-const DefaultTokenPattern = `dsh web:.*[?&]token=(?P<token>[A-Za-z0-9_-]{43})(?:[^A-Za-z0-9_-]|$)`
+// The line must start with "dsh web: listening on " and an http(s) URL
+// whose query carries a token parameter, first or after an '&'. The token
+// is 16 to 512 URL-safe characters ([A-Za-z0-9._~-]) ended by '&', '#',
+// white space or the end of the line; a longer run does not match at all.
+// Anchored to the start of the launch line, it never matches the app's
+// request log ("dsh web: GET /x&token=..."), whose paths a link can choose.
+const DefaultTokenPattern = `^dsh web: listening on https?://[^\s?#]*\?(?:[^\s#]*&)?token=(?P<token>[A-Za-z0-9._~-]{16,512})(?:[&#\s]|$)`
 
-// maxTokenLen bounds what a custom pattern may extract, since the token goes
-// into a request URI.
+// tokenGroup names the submatch of a token pattern that holds the token.
+const tokenGroup = "token"
+
+// maxTokenLen bounds what a custom pattern or a token file may yield, since
+// the token goes into a request URI.
 const maxTokenLen = 1024
 
-// tokenMatcher finds the launch token in log lines.
+// maxCandidates bounds the distinct tokens kept from one read of the logs.
+// A container start prints one launch line; more are planted or repeated.
+const maxCandidates = 16
+
+// tokenMatcher finds launch-token candidates in log lines.
 type tokenMatcher struct {
-	re    *regexp.Regexp
-	group int // submatch index of the token
+	re      *regexp.Regexp
+	group   int // submatch index of the token
+	streams [numStreams]bool
 }
 
-// newTokenMatcher compiles pattern once. The token is the group named
-// "token", or the first group when none is named so.
-func newTokenMatcher(pattern string) (*tokenMatcher, error) {
+// compileTokenPattern compiles pattern and returns the index of its token
+// group, which it must have.
+func compileTokenPattern(pattern string) (*regexp.Regexp, int, error) {
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, fmt.Errorf("compile token pattern: %w", err)
+		return nil, 0, fmt.Errorf("compile token pattern: %w", err)
 	}
-	group := re.SubexpIndex("token")
+	group := re.SubexpIndex(tokenGroup)
 	if group < 0 {
-		if re.NumSubexp() < 1 {
-			return nil, fmt.Errorf("token pattern has no capturing group")
-		}
-		group = 1
+		return nil, 0, errors.New("token pattern has no (?P<token>...) group")
 	}
-	return &tokenMatcher{re: re, group: group}, nil
+	return re, group, nil
 }
 
-// find returns the newest token in lines, which are newest first. Within a
-// line the last match wins. Matches that are empty, too long or contain
-// control characters or spaces are skipped.
-func (m *tokenMatcher) find(lines [][]byte) (string, bool) {
-	for _, line := range lines {
-		matches := m.re.FindAllSubmatchIndex(line, -1)
+// newTokenMatcher compiles pattern once; lines of other streams than
+// streamName (StreamStdout, StreamStderr or StreamAny) are skipped.
+func newTokenMatcher(pattern, streamName string) (*tokenMatcher, error) {
+	re, group, err := compileTokenPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	m := &tokenMatcher{re: re, group: group}
+	switch streamName {
+	case StreamStdout:
+		m.streams[streamStdout] = true
+	case StreamStderr:
+		m.streams[streamStderr] = true
+	case StreamAny:
+		m.streams[streamStdout], m.streams[streamStderr] = true, true
+	default:
+		return nil, fmt.Errorf("token stream %q is not %s, %s or %s", streamName, StreamStdout, StreamStderr, StreamAny)
+	}
+	return m, nil
+}
+
+// candidates returns the distinct tokens of the matching lines, newest
+// first, given lines newest first; within a line the last match comes
+// first. Unfinished lines (a token at their end may be cut short), lines
+// of other streams, and matches that are empty, too long or hold spaces or
+// control characters are skipped.
+func (m *tokenMatcher) candidates(lines []logLine) []string {
+	var out []string
+	for _, l := range lines {
+		if l.unfinished || !m.streams[l.stream] {
+			continue
+		}
+		matches := m.re.FindAllSubmatchIndex(l.text, -1)
 		for i := len(matches) - 1; i >= 0; i-- {
 			lo, hi := matches[i][2*m.group], matches[i][2*m.group+1]
 			if lo < 0 {
 				continue
 			}
-			if tok := line[lo:hi]; validToken(tok) {
-				return string(tok), true
+			tok := l.text[lo:hi]
+			if !validToken(tok) || slices.Contains(out, string(tok)) {
+				continue
+			}
+			out = append(out, string(tok))
+			if len(out) == maxCandidates {
+				return out
 			}
 		}
 	}
-	return "", false
+	return out
 }
 
 // validToken reports whether tok can be sent as a query parameter value

@@ -2,14 +2,15 @@ package handshake
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// defaultMatcher returns a matcher for DefaultTokenPattern.
+// defaultMatcher returns a matcher for DefaultTokenPattern on stdout.
 func defaultMatcher(t testing.TB) *tokenMatcher {
 	t.Helper()
-	m, err := newTokenMatcher(DefaultTokenPattern)
+	m, err := newTokenMatcher(DefaultTokenPattern, StreamStdout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,114 +20,212 @@ func defaultMatcher(t testing.TB) *tokenMatcher {
 var (
 	tokA = testToken("a")
 	tokB = testToken("b")
+	// Shapes other apps print: 16 random bytes in hex, 16 in base64url,
+	// and a long opaque token.
+	tokHex32  = "9f86d081884c7d659a2feaa0c55ad015"
+	tokB64_22 = "n4bQgYhMfWWaL-qgxVrQFQ"
+	tok200    = strings.Repeat("Ab9._~-xYz", 20)
 )
 
-// tokenCases drive TestExtractToken and seed FuzzExtractToken. lines are
-// newest first, as the reader returns them.
+// tokenCases drive TestTokenCandidates and seed FuzzTokenCandidates.
+// lines are stdout lines, newest first, as the reader returns them.
 var tokenCases = []struct {
 	name  string
 	lines []string
-	want  string // "" means no token
+	want  []string
 }{
-	{"launch line", []string{launchLine(tokA)}, tokA},
-	{"with prefix and suffix", []string{"[info] 12:00 " + launchLine(tokA) + " (press ctrl-c)"}, tokA},
-	{"ampersand param", []string{"dsh web: open http://h:1/?x=1&token=" + tokA + "&y=2"}, tokA},
-	{"newest line wins", []string{launchLine(tokB), "noise", launchLine(tokA)}, tokB},
-	{"last match in line wins", []string{"dsh web: ?token=" + tokA + " dsh web: ?token=" + tokB}, tokB},
-	{"token at end of line", []string{"dsh web: ?token=" + tokA}, tokA},
-	{"token followed by quote", []string{"dsh web: \"http://h/?token=" + tokA + "\""}, tokA},
-	{"no marker", []string{"listening on http://0.0.0.0:3080/?token=" + tokA}, ""},
-	{"marker after token", []string{"?token=" + tokA + " dsh web:"}, ""},
-	{"token too short", []string{"dsh web: ?token=" + tokA[:42]}, ""},
-	{"token too long", []string{"dsh web: ?token=" + tokA + "x"}, ""},
-	{"invalid char", []string{"dsh web: ?token=" + tokA[:20] + "+" + tokA[21:]}, ""},
-	{"other param name", []string{"dsh web: ?xtoken=" + tokA}, ""},
-	{"no token param", []string{"dsh web: listening on http://0.0.0.0:3080/"}, ""},
-	{"empty", nil, ""},
-	{"falls back to older line", []string{"dsh web: ?token=short", launchLine(tokA)}, tokA},
+	{"launch line", []string{launchLine(tokA)}, []string{tokA}},
+	{"32 hex characters", []string{launchLine(tokHex32)}, []string{tokHex32}},
+	{"22 base64url characters", []string{launchLine(tokB64_22)}, []string{tokB64_22}},
+	{"200 characters", []string{launchLine(tok200)}, []string{tok200}},
+	{"16 characters", []string{launchLine(tokA[:16])}, []string{tokA[:16]}},
+	{"512 characters", []string{launchLine(strings.Repeat("x", 512))}, []string{strings.Repeat("x", 512)}},
+	{"15 characters is too short", []string{launchLine(tokA[:15])}, nil},
+	{"513 characters is too long", []string{launchLine(strings.Repeat("x", 513))}, nil},
+	{"https", []string{"dsh web: listening on https://h.example/?token=" + tokA}, []string{tokA}},
+	{"after another parameter", []string{"dsh web: listening on http://h:1/?x=1&token=" + tokA + "&y=2"}, []string{tokA}},
+	{"before a fragment", []string{"dsh web: listening on http://h:1/?token=" + tokA + "#x"}, []string{tokA}},
+	{"text after a space", []string{launchLine(tokA) + " (press ctrl-c)"}, []string{tokA}},
+	{"carriage return", []string{launchLine(tokA) + "\r"}, []string{tokA}},
+	{"newest line first", []string{launchLine(tokB), "noise", launchLine(tokA)}, []string{tokB, tokA}},
+	{"repeated launch line counts once", []string{launchLine(tokA), "noise", launchLine(tokA)}, []string{tokA}},
+	{"request log with &token=", []string{"dsh web: GET /x&token=" + tokB + " 401 0ms"}, nil},
+	{"request log with ?token=", []string{"dsh web: GET /?token=" + tokB + " 303 1ms"}, nil},
+	{"request log of a launch line as path", []string{"dsh web: GET /dsh%20web:%20listening%20on%20http://h/?token=" + tokB + " 401 0ms"}, nil},
+	{"request log newer than the launch line", []string{"dsh web: GET /u/x&token=" + tokB + " 401 0ms", launchLine(tokA)}, []string{tokA}},
+	{"text before the launch line", []string{"[info] " + launchLine(tokA)}, nil},
+	{"launch line quoted by other output", []string{`agent: said "` + launchLine(tokB) + `"`}, nil},
+	{"no marker", []string{"listening on http://0.0.0.0:3080/?token=" + tokA}, nil},
+	{"other parameter name", []string{"dsh web: listening on http://h/?xtoken=" + tokA}, nil},
+	{"token in the path", []string{"dsh web: listening on http://h/token=" + tokA}, nil},
+	{"character outside the set", []string{launchLine(tokA[:20] + "+" + tokA[21:])}, nil},
+	{"no token parameter", []string{"dsh web: listening on http://0.0.0.0:3080/"}, nil},
+	{"empty", nil, nil},
 }
 
-func TestExtractToken(t *testing.T) {
+func TestTokenCandidates(t *testing.T) {
 	m := defaultMatcher(t)
 	for _, tc := range tokenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := m.find(toLines(tc.lines))
-			if ok != (tc.want != "") || got != tc.want {
-				t.Errorf("got %q, %v; want %q", got, ok, tc.want)
+			if got := m.candidates(stdoutLines(tc.lines...)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestCustomTokenPattern(t *testing.T) {
+func TestTokenStreams(t *testing.T) {
+	lines := []logLine{
+		{stream: streamStdout, text: []byte(launchLine(tokHex32)), unfinished: true},
+		{stream: streamStderr, text: []byte(launchLine(tokB))},
+		{stream: streamStdout, text: []byte(launchLine(tokA))},
+	}
 	tests := []struct {
-		pattern string
-		line    string
-		want    string
-		bad     bool
+		stream string
+		want   []string
 	}{
-		{`launch token: (\S+)`, "launch token: s3cr3t", "s3cr3t", false},
-		{`(a)|token=(?P<token>\w+)`, "token=xyz", "xyz", false},
-		{`token=(.*)`, "token=has space", "", false}, // spaces are refused
-		{`token=\w+`, "", "", true},                  // no group
-		{`token=(`, "", "", true},                    // does not compile
+		{StreamStdout, []string{tokA}},
+		{StreamStderr, []string{tokB}},
+		{StreamAny, []string{tokB, tokA}},
 	}
 	for _, tc := range tests {
-		m, err := newTokenMatcher(tc.pattern)
-		if tc.bad {
-			if err == nil {
-				t.Errorf("%q: accepted", tc.pattern)
+		t.Run(tc.stream, func(t *testing.T) {
+			m, err := newTokenMatcher(DefaultTokenPattern, tc.stream)
+			if err != nil {
+				t.Fatal(err)
 			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%q: %v", tc.pattern, err)
-		}
-		if got, _ := m.find(toLines([]string{tc.line})); got != tc.want {
-			t.Errorf("%q on %q: got %q, want %q", tc.pattern, tc.line, got, tc.want)
-		}
+			// The unfinished line is skipped on every stream: its
+			// token may still be growing.
+			if got := m.candidates(lines); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := newTokenMatcher(DefaultTokenPattern, "stdin"); err == nil {
+		t.Error("stream stdin accepted")
 	}
 }
 
-func toLines(ss []string) [][]byte {
-	out := make([][]byte, len(ss))
+func TestCustomTokenPattern(t *testing.T) {
+	tests := []struct {
+		name    string
+		pattern string
+		line    string
+		want    []string
+		bad     string // part of the error for a refused pattern
+	}{
+		{"other launch line", `^launch token: (?P<token>\S+)$`, "launch token: s3cr3t", []string{"s3cr3t"}, ""},
+		{"token group not first", `(a)|token=(?P<token>\w+)`, "token=xyz", []string{"xyz"}, ""},
+		{"match with a space is skipped", `token=(?P<token>.*)`, "token=has space", nil, ""},
+		{"unnamed group", `token=(\S+)`, "", nil, "(?P<token>...)"},
+		{"no group", `token=\w+`, "", nil, "(?P<token>...)"},
+		{"does not compile", `token=(`, "", nil, "compile token pattern"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := newTokenMatcher(tc.pattern, StreamStdout)
+			if tc.bad != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.bad) {
+					t.Fatalf("error %v, want %q", err, tc.bad)
+				}
+				if (Options{TokenPattern: tc.pattern}).Validate() == nil {
+					t.Error("Validate accepted the pattern")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.candidates(stdoutLines(tc.line)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCandidatesBounded: planted launch lines cannot grow a handshake's
+// work without bound.
+func TestCandidatesBounded(t *testing.T) {
+	var lines []string
+	for i := range 3 * maxCandidates {
+		lines = append(lines, launchLine(testToken(strings.Repeat("p", i+1))))
+	}
+	if got := defaultMatcher(t).candidates(stdoutLines(lines...)); len(got) != maxCandidates {
+		t.Errorf("%d candidates, want %d", len(got), maxCandidates)
+	}
+}
+
+// stdoutLines makes finished stdout lines of ss.
+func stdoutLines(ss ...string) []logLine {
+	out := make([]logLine, len(ss))
 	for i, s := range ss {
-		out[i] = []byte(s)
+		out[i] = logLine{stream: streamStdout, text: []byte(s)}
 	}
 	return out
 }
 
-var base64URL43 = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+var defaultTokenShape = regexp.MustCompile(`^[A-Za-z0-9._~-]{16,512}$`)
 
-func FuzzExtractToken(f *testing.F) {
+// FuzzTokenCandidates checks the default matcher on any lines: a candidate
+// is a plausible token that stands in the token parameter of a finished
+// stdout line starting with the launch-line prefix, never anywhere else.
+// stderr marks which lines (by bit) come from stderr.
+func FuzzTokenCandidates(f *testing.F) {
 	for _, tc := range tokenCases {
-		f.Add(strings.Join(tc.lines, "\n"))
+		f.Add(strings.Join(tc.lines, "\n"), uint64(0))
+		f.Add(strings.Join(tc.lines, "\n"), uint64(1))
 	}
 	m := defaultMatcher(f)
-	f.Fuzz(func(t *testing.T, text string) {
-		lines := toLines(strings.Split(text, "\n"))
-		tok, ok := m.find(lines)
-		if !ok {
-			if tok != "" {
-				t.Fatalf("token %q without a match", tok)
+	custom, err := newTokenMatcher(`token[:=](?P<token>\S*)`, StreamAny)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string, stderr uint64) {
+		var lines []logLine
+		for i, s := range strings.Split(text, "\n") {
+			l := logLine{stream: streamStdout, text: []byte(s)}
+			if i < 64 && stderr&(1<<i) != 0 {
+				l.stream = streamStderr
 			}
-			return
+			lines = append(lines, l)
 		}
-		if !base64URL43.MatchString(tok) {
-			t.Fatalf("token %q is not 43 base64url characters", tok)
+		got := m.candidates(lines)
+		if len(got) > maxCandidates {
+			t.Fatalf("%d candidates", len(got))
 		}
-		// The token stands in a line after "dsh web:" and a token= param.
-		found := false
-		for _, l := range lines {
-			s := string(l)
-			marker := strings.Index(s, "dsh web:")
-			if marker >= 0 && (strings.Contains(s[marker:], "?token="+tok) || strings.Contains(s[marker:], "&token="+tok)) {
-				found = true
-				break
+		for i, tok := range got {
+			if !defaultTokenShape.MatchString(tok) {
+				t.Fatalf("candidate %q does not have the token shape", tok)
+			}
+			if slices.Contains(got[:i], tok) {
+				t.Fatalf("candidate %q twice", tok)
+			}
+			if !slices.ContainsFunc(lines, func(l logLine) bool { return onLaunchLine(l, tok) }) {
+				t.Fatalf("candidate %q is on no stdout launch line of %q", tok, text)
 			}
 		}
-		if !found {
-			t.Fatalf("token %q not found after the marker in %q", tok, text)
+		for _, tok := range custom.candidates(lines) {
+			if !validToken([]byte(tok)) {
+				t.Fatalf("custom pattern candidate %q is not a valid token", tok)
+			}
 		}
 	})
+}
+
+// onLaunchLine reports whether tok is the value of a token parameter in l,
+// a stdout launch line.
+func onLaunchLine(l logLine, tok string) bool {
+	s := string(l.text)
+	if l.stream != streamStdout || !strings.HasPrefix(s, "dsh web: listening on http") {
+		return false
+	}
+	for _, p := range []string{"?token=", "&token="} {
+		if i := strings.Index(s, p+tok); i >= 0 {
+			end := i + len(p) + len(tok)
+			if end == len(s) || strings.IndexByte("&# \t\r\n\v\f", s[end]) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

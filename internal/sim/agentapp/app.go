@@ -7,7 +7,9 @@
 // It copies the DSH Web behaviour that sandgate depends on:
 //
 //   - on start it prints one launch line, "dsh web: listening on
-//     http://<addr>/?token=<token>", to its container stdout;
+//     http://<addr>/?token=<token>", to its container stdout, and with
+//     [Options.TokenFile] it also writes the token to that file first (the
+//     seed's proposed "dsh web --token-file");
 //   - GET /?token=<token> answers 303 with a dsh-auth-<id> cookie that is
 //     valid for this process only, and every path but [ProbePath] answers 401
 //     without that cookie;
@@ -67,6 +69,13 @@ type Options struct {
 	// DataDir stands in for the sandbox's persistent volume. The
 	// conversation log and the workspace live under it. Required.
 	DataDir string
+	// TokenFile, when set, is the absolute path where the app writes its
+	// launch token (one line, mode 0600, replaced by a rename) before it
+	// serves, as the seed proposes for DSH Web's --token-file.
+	TokenFile string
+	// NewToken returns the launch token of each App. Nil means 32 random
+	// bytes in base64url, as DSH Web prints; tests pass other shapes.
+	NewToken func() string
 	// TrustedHosts lists the Host names accepted besides localhost,
 	// 127.0.0.1 and the listen IP, like DSH_TRUSTED_HOSTS. A port, if given,
 	// is ignored.
@@ -100,6 +109,9 @@ func (o Options) Validate() error {
 	var errs []error
 	if o.DataDir == "" {
 		errs = append(errs, errors.New("data dir is required"))
+	}
+	if o.TokenFile != "" && !filepath.IsAbs(o.TokenFile) {
+		errs = append(errs, fmt.Errorf("token file %q is not an absolute path", o.TokenFile))
 	}
 	for _, h := range o.TrustedHosts {
 		if canonicalHost(h) == "" || strings.ContainsAny(h, " \t/") {
@@ -166,10 +178,13 @@ func New(opts Options) *App {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.NewToken == nil {
+		opts.NewToken = newToken
+	}
 	a := &App{
 		opts:       opts,
 		con:        &console{out: opts.Stdout, err: opts.Stderr},
-		token:      newToken(),
+		token:      opts.NewToken(),
 		cookieName: CookiePrefix + newInstanceID(),
 		cookieKey:  randomBytes(32),
 		trusted:    map[string]bool{"localhost": true, "127.0.0.1": true},
@@ -219,9 +234,10 @@ func (a *App) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mux.ServeHTTP(w, r)
 }
 
-// Serve prints the launch line and serves HTTP on ln until ctx ends, then
-// shuts down: SSE streams end, WebSockets get close 1001, and in-flight
-// requests get up to ShutdownTimeout. It closes ln. Serve may be called once;
+// Serve writes the token file if configured, prints the launch line and
+// serves HTTP on ln until ctx ends, then shuts down: SSE streams end,
+// WebSockets get close 1001, and in-flight requests get up to
+// ShutdownTimeout. It closes ln. Serve may be called once;
 // it returns nil after a clean shutdown.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	if !a.started.CompareAndSwap(false, true) {
@@ -238,6 +254,10 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer a.data.Close()
 	defer a.workspace.Close()
+	if err := a.writeTokenFile(); err != nil {
+		ln.Close()
+		return err
+	}
 	if ip := listenIP(ln.Addr()); ip != "" {
 		a.trusted[ip] = true
 	}

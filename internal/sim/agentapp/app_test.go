@@ -21,7 +21,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-var launchLine = regexp.MustCompile(`(?m)^dsh web: listening on http://(\S+)/\?token=([A-Za-z0-9_-]{43})$`)
+var launchLine = regexp.MustCompile(`(?m)^dsh web: listening on http://(\S+)/\?token=([A-Za-z0-9._~-]+)$`)
+
+// defaultToken is the shape of the token DSH Web prints: 32 random bytes
+// in base64url.
+var defaultToken = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 
 // testApp is one App serving on a real loopback listener.
 type testApp struct {
@@ -177,6 +181,9 @@ func TestLaunchLine(t *testing.T) {
 	}
 
 	out, errOut := ta.stdout.String(), ta.stderr.String()
+	if !defaultToken.MatchString(ta.token) {
+		t.Errorf("token %q is not 43 base64url characters", ta.token)
+	}
 	if n := len(launchLine.FindAllString(out, -1)); n != 1 {
 		t.Errorf("stdout has %d launch lines, want 1:\n%s", n, out)
 	}
@@ -210,13 +217,14 @@ func TestOptionsValidate(t *testing.T) {
 			name: "every problem at once",
 			edit: func(o *Options) {
 				o.DataDir = ""
+				o.TokenFile = "run/token"
 				o.TrustedHosts = []string{"", "a b"}
 				o.EventInterval = -1
 				o.TickInterval = -1
 				o.MaxUploadBytes = -1
 				o.ShutdownTimeout = -1
 			},
-			want: []string{"data dir", `trusted host ""`, `trusted host "a b"`, "event interval", "tick interval", "max upload", "shutdown timeout"},
+			want: []string{"data dir", `token file "run/token"`, `trusted host ""`, `trusted host "a b"`, "event interval", "tick interval", "max upload", "shutdown timeout"},
 		},
 	}
 	for _, tt := range tests {

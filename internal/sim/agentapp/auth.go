@@ -7,8 +7,12 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -30,6 +34,33 @@ func randomBytes(n int) []byte {
 // newToken returns a launch token: 32 random bytes, base64url, no padding.
 func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(randomBytes(32))
+}
+
+// writeTokenFile writes the launch token to Options.TokenFile, if set:
+// through a temporary file renamed into place, so a reader never sees half
+// a token, and readable by its owner only.
+func (a *App) writeTokenFile() error {
+	if a.opts.TokenFile == "" {
+		return nil
+	}
+	dir := filepath.Dir(a.opts.TokenFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create token file directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".token-*")
+	if err != nil {
+		return fmt.Errorf("create token file: %w", err)
+	}
+	_, err = tmp.WriteString(a.token + "\n")
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), a.opts.TokenFile)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write token file: %w", err)
+	}
+	return nil
 }
 
 // newInstanceID returns the short id that names this process's cookie.

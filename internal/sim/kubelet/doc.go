@@ -15,6 +15,11 @@
 // Volumes: the directory VolumeDir stands in for a PersistentVolumeClaim; it
 // survives the pod, so state outlives suspend and resume, and goes when the
 // claim is deleted. A pod without a claim gets a directory that dies with it.
+// emptyDir volumes live in the node's pod directory (PodsDir), laid out like
+// /var/lib/kubelet/pods/<uid>/volumes/kubernetes.io~empty-dir/<volume>, for
+// the pod's life; a container whose DSH_TOKEN_FILE names a file on one has
+// its app write the launch token there, where a node proxy with
+// TOKEN_SOURCE=file reads it.
 //
 // Deletion: pods carry no finalizers, so the API server only marks a
 // graceful delete; the stand-in stops the app and then removes the pod with

@@ -8,14 +8,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// trustedHosts resolves the container's DSH_TRUSTED_HOSTS, given as a
-// value or taken from a ConfigMap key, as a kubelet would when it builds
-// the container's environment. An unresolvable reference is logged and
-// leaves the app with its built-in hosts only.
+// trustedHosts resolves the container's DSH_TRUSTED_HOSTS into host names.
 func (w *worker) trustedHosts(ctx context.Context, c corev1.Container) []string {
 	var hosts []string
+	for _, value := range w.envValues(ctx, c, TrustedHostsEnv) {
+		for h := range strings.SplitSeq(value, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	return hosts
+}
+
+// envValues resolves every entry of the container variable name, given as
+// a value or taken from a ConfigMap key, as a kubelet would when it builds
+// the container's environment. An unresolvable reference is logged and
+// skipped.
+func (w *worker) envValues(ctx context.Context, c corev1.Container, name string) []string {
+	var values []string
 	for _, e := range c.Env {
-		if e.Name != TrustedHostsEnv {
+		if e.Name != name {
 			continue
 		}
 		value := e.Value
@@ -27,13 +40,9 @@ func (w *worker) trustedHosts(ctx context.Context, c corev1.Container) []string 
 			}
 			value = cm.Data[ref.Key]
 		}
-		for h := range strings.SplitSeq(value, ",") {
-			if h = strings.TrimSpace(h); h != "" {
-				hosts = append(hosts, h)
-			}
-		}
+		values = append(values, value)
 	}
-	return hosts
+	return values
 }
 
 func configMapRef(e corev1.EnvVar) *corev1.ConfigMapKeySelector {

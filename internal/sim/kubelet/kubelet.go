@@ -51,7 +51,7 @@ func New(opts Options) (*Kubelet, error) {
 		workers: map[types.UID]*worker{},
 	}
 	for i := 1; i <= opts.Nodes; i++ {
-		n := newNode(opts.NodePrefix, i, opts.LogDir)
+		n := newNode(opts.NodePrefix, i, opts.LogDir, opts.DataDir)
 		k.nodes = append(k.nodes, n)
 		k.byName[n.name] = n
 	}
@@ -72,6 +72,17 @@ func (k *Kubelet) NodeNames() []string {
 func (k *Kubelet) LogRoot(node string) string {
 	if n := k.byName[node]; n != nil {
 		return n.logRoot
+	}
+	return ""
+}
+
+// PodsDir is the pod directory of node, laid out like
+// /var/lib/kubelet/pods: <pod uid>/volumes/kubernetes.io~empty-dir/<volume>
+// holds each of a pod's emptyDir volumes while the pod runs there; "" for a
+// node this kubelet does not run.
+func (k *Kubelet) PodsDir(node string) string {
+	if n := k.byName[node]; n != nil {
+		return n.podsDir
 	}
 	return ""
 }
@@ -103,6 +114,9 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	for _, n := range k.nodes {
 		if err := os.MkdirAll(n.logRoot, 0o755); err != nil {
 			return fmt.Errorf("create log root: %w", err)
+		}
+		if err := os.MkdirAll(n.podsDir, 0o750); err != nil {
+			return fmt.Errorf("create pods directory: %w", err)
 		}
 		if err := k.register(ctx, n); err != nil {
 			return err

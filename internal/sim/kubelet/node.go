@@ -27,26 +27,29 @@ import (
 // clusters of several test processes on one machine never collide.
 const podNetBase = 100
 
-// node is one simulated node: its Node object, its own log root and the
-// pod address range it hands out.
+// node is one simulated node: its Node object, its own log root and pod
+// directory, and the pod address range it hands out.
 type node struct {
 	name    string
 	index   int // from 1
 	ip      string
 	logRoot string
+	podsDir string // like /var/lib/kubelet/pods
 
 	mu   sync.Mutex
 	next uint32 // host part of the next pod address to try
 }
 
-// newNode prepares node index (from 1); its log root is <logDir>/<name>.
-func newNode(prefix string, index int, logDir string) *node {
+// newNode prepares node index (from 1); its log root is <logDir>/<name>
+// and its pod directory <dataDir>/kubelet/<name>/pods.
+func newNode(prefix string, index int, logDir, dataDir string) *node {
 	name := prefix + "-" + strconv.Itoa(index)
 	return &node{
 		name:    name,
 		index:   index,
 		ip:      "127.0.1." + strconv.Itoa(index),
 		logRoot: filepath.Join(logDir, name),
+		podsDir: filepath.Join(dataDir, "kubelet", name, "pods"),
 		next:    1,
 	}
 }

@@ -49,7 +49,8 @@ type Options struct {
 	// LogDir holds one log root per node, <LogDir>/<node>, laid out like
 	// /var/log/pods. Required, absolute.
 	LogDir string
-	// DataDir holds the directories standing in for volumes. Required,
+	// DataDir holds the directories standing in for volumes, and each
+	// node's pod directory, <DataDir>/kubelet/<node>/pods. Required,
 	// absolute.
 	DataDir string
 	// PodPort is the port every pod's app listens on; zero means 3080.

@@ -100,6 +100,12 @@ func (w *worker) run(ctx context.Context) {
 		return
 	}
 	dataDir, ephemeral, err = w.volume(ctx)
+	if err == nil {
+		err = w.emptyDirs()
+		if err != nil {
+			w.log.Error("start pod", "error", err)
+		}
+	}
 	if err != nil {
 		ln.Close()
 		w.wait(ctx)
@@ -186,6 +192,7 @@ func (w *worker) runContainer(ctx context.Context, ln net.Listener, dataDir stri
 	opts := w.k.opts.App
 	opts.Stdout, opts.Stderr, opts.DataDir = clog.Stdout(), clog.Stderr(), dataDir
 	opts.TrustedHosts = append(append([]string(nil), opts.TrustedHosts...), w.trustedHosts(ctx, container)...)
+	opts.TokenFile = w.tokenFile(ctx, container)
 	opts.ShutdownTimeout = w.k.opts.StopTimeout
 	app := agentapp.New(opts)
 	appCtx, cancel := context.WithCancel(ctx)
@@ -255,8 +262,9 @@ func probeRequest(ctx context.Context, ip string, port int) (*http.Request, erro
 }
 
 // finish completes the pod's deletion once its app has stopped: the pod
-// object goes away (grace 0, this UID only), then its logs and any
-// ephemeral volume, as the kubelet's garbage collection does.
+// object goes away (grace 0, this UID only), then its logs, any ephemeral
+// volume and its pod directory (emptyDir volumes), as the kubelet's
+// garbage collection does.
 func (w *worker) finish(ctx context.Context, dataDir string, ephemeral bool) {
 	if ctx.Err() == nil {
 		err := w.k.opts.Client.CoreV1().Pods(w.namespace).Delete(ctx, w.name, metav1.DeleteOptions{
@@ -275,6 +283,9 @@ func (w *worker) finish(ctx context.Context, dataDir string, ephemeral bool) {
 		if err := os.RemoveAll(dataDir); err != nil {
 			w.log.Warn("remove ephemeral volume", "error", err)
 		}
+	}
+	if err := os.RemoveAll(w.podDir()); err != nil {
+		w.log.Warn("remove pod directory", "error", err)
 	}
 	w.log.Debug("pod removed")
 }
