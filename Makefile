@@ -186,7 +186,7 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 	fi
 
 .PHONY: test
-test: controlplane chromium lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
+test: controlplane chromium cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
 	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
@@ -218,9 +218,9 @@ CLUSTER_DEPS := $(CONTROLPLANE) $(NODES_STAMP) cluster-tools cluster-packages im
 CLUSTER_FLAGS ?=
 
 .PHONY: cluster-packages
-cluster-packages: ## install runc, the CNI plugins, iptables and nftables from Debian when missing (needs root)
+cluster-packages: ## install runc, the CNI plugins, iptables, nftables, iproute2 and ping from Debian when missing (needs root)
 	@missing=""; \
-	  for p in runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables nftables:/usr/sbin/nft conntrack:/usr/sbin/conntrack; do \
+	  for p in runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables nftables:/usr/sbin/nft conntrack:/usr/sbin/conntrack iproute2:/usr/sbin/ip iputils-ping:/usr/bin/ping; do \
 	    test -x "$${p#*:}" || missing="$$missing $${p%%:*}"; \
 	  done; \
 	  if [ -n "$$missing" ]; then \
