@@ -116,7 +116,7 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}
-	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version)
+	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s; overlay applied: %s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version, inst.Overlay)
 	switch {
 	case netpol != "" && c.PolicyProblem == "":
 		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by kube-network-policies")
