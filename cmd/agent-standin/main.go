@@ -18,8 +18,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +25,8 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func main() {
@@ -40,15 +40,8 @@ func main() {
 // 2 on a usage error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o, err := load(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil {
-		err = o.Validate()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "agent-standin: %v\n", err)
-		return 2
+	if code, ok := settings.Loaded("agent-standin", stderr, err, o.Validate); !ok {
+		return code
 	}
 	if err := serve(ctx, o, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "dsh web: error: %v\n", err)

@@ -7,11 +7,11 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func main() {
@@ -22,15 +22,8 @@ func main() {
 // written, 1 on a failure, 2 on a usage error.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o, err := load(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil {
-		err = o.Validate()
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "sandgate-images: %v\n", err)
-		return 2
+	if code, ok := settings.Loaded("sandgate-images", stderr, err, o.Validate); !ok {
+		return code
 	}
 	if err := buildAll(o, stdout); err != nil {
 		fmt.Fprintf(stderr, "sandgate-images: %v\n", err)
