@@ -49,6 +49,7 @@ STATIC_CMDS := authapi nodeproxy agent-standin pause sandbox-controller-standin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COREDNS_BIN ?= $(BIN_DIR)/coredns
 NETPOL_BIN  ?= $(BIN_DIR)/kube-network-policies
+KUBEROUTER_BIN ?= $(BIN_DIR)/kube-router
 
 .PHONY: static
 static: ## static CGO_ENABLED=0 binaries for the images into bin/static
@@ -70,7 +71,8 @@ images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
 	./bin/sandgate-images --bin-dir bin/static --out-dir bin/images --version $(VERSION) \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
 	  $(if $(wildcard $(COREDNS_BIN)),--bin coredns=$(COREDNS_BIN)) \
-	  $(if $(wildcard $(NETPOL_BIN)),--bin kube-network-policies=$(NETPOL_BIN))
+	  $(if $(wildcard $(NETPOL_BIN)),--bin kube-network-policies=$(NETPOL_BIN)) \
+	  $(if $(wildcard $(KUBEROUTER_BIN)),--bin kube-router=$(KUBEROUTER_BIN))
 
 .PHONY: demo
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
@@ -117,13 +119,15 @@ COREDNS_STAMP      := $(BIN_DIR)/.coredns-$(call sumof,tools/coredns/go.sum tool
 LOCALPATH_STAMP    := $(BIN_DIR)/.localpath-$(call sumof,tools/localpath/go.sum)
 NETPOL_VERSION     := $(call modver,tools/netpol/go.mod,sigs.k8s.io/kube-network-policies)
 NETPOL_STAMP       := $(BIN_DIR)/.netpol-$(call sumof,tools/netpol/go.sum)
+KUBEROUTER_VERSION := $(call modver,tools/kuberouter/go.mod,github.com/cloudnativelabs/kube-router/v2)
+KUBEROUTER_STAMP   := $(BIN_DIR)/.kuberouter-$(call sumof,tools/kuberouter/go.sum)
 # btrfs, devmapper and zfs snapshotters need cgo or host tools; overlayfs and
 # native remain. The shim also drops gRPC (containerd's own Makefile does too).
 CONTAINERD_TAGS    := no_btrfs no_devmapper no_zfs
 CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 
 .PHONY: cluster-tools
-cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) $(NETPOL_STAMP) ## build containerd, CoreDNS, local-path-provisioner and kube-network-policies into the cache
+cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) $(NETPOL_STAMP) $(KUBEROUTER_STAMP) ## build containerd, CoreDNS, local-path-provisioner and the NetworkPolicy enforcers into the cache
 	@echo ">> cluster tools: $(BIN_DIR)"
 
 $(CONTAINERD_STAMP):
@@ -146,6 +150,14 @@ $(NETPOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-network-policies $(NETPOL_VERSION) (the NetworkPolicy enforcer) into $(BIN_DIR)"
 	cd tools/netpol && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
+	@touch $@
+
+$(KUBEROUTER_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building kube-router $(KUBEROUTER_VERSION) (the NetworkPolicy enforcer where nftables cannot queue) into $(BIN_DIR)"
+	cd tools/kuberouter && CGO_ENABLED=0 $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBEROUTER_VERSION)" \
+	  -o $(BIN_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	@touch $@
 
 $(LOCALPATH_STAMP):
@@ -218,9 +230,9 @@ CLUSTER_DEPS := $(CONTROLPLANE) $(NODES_STAMP) cluster-tools cluster-packages im
 CLUSTER_FLAGS ?=
 
 .PHONY: cluster-packages
-cluster-packages: ## install runc, the CNI plugins, iptables, nftables, iproute2 and ping from Debian when missing (needs root)
+cluster-packages: ## install runc, the CNI plugins, iptables, ipset, nftables, iproute2 and ping from Debian when missing (needs root)
 	@missing=""; \
-	  for p in runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables nftables:/usr/sbin/nft conntrack:/usr/sbin/conntrack iproute2:/usr/sbin/ip iputils-ping:/usr/bin/ping; do \
+	  for p in runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge iptables:/usr/sbin/iptables ipset:/usr/sbin/ipset nftables:/usr/sbin/nft conntrack:/usr/sbin/conntrack iproute2:/usr/sbin/ip iputils-ping:/usr/bin/ping; do \
 	    test -x "$${p#*:}" || missing="$$missing $${p%%:*}"; \
 	  done; \
 	  if [ -n "$$missing" ]; then \

@@ -73,16 +73,19 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		return fmt.Errorf("locate the manifests: %w", err)
 	}
 	ref := func(name string) string { return o.registry + "/" + name + ":" + o.version }
-	netpol := ""
-	if _, err := os.Stat(filepath.Join(o.imagesDir, "kube-network-policies.tar")); err == nil {
-		netpol = ref("kube-network-policies")
+	refIfBuilt := func(name string) string {
+		if _, err := os.Stat(filepath.Join(o.imagesDir, name+".tar")); err != nil {
+			return ""
+		}
+		return ref(name)
 	}
 	bins := localcluster.Binaries{Dir: o.binDir, Self: self, Runc: "/usr/sbin/runc", CNIDir: "/usr/lib/cni"}
 	printVersions(ctx, stdout, bins)
 	started := time.Now()
 	c, err := localcluster.Up(ctx, localcluster.Options{
 		Nodes: o.nodes, Paths: localcluster.Paths{Data: o.data}, Binaries: bins,
-		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox"), NetworkPolicies: netpol},
+		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox"),
+			NetworkPolicies: refIfBuilt("kube-network-policies"), KubeRouter: refIfBuilt("kube-router")},
 		CRDDir: filepath.Join(manifests, "crds"), Logger: log,
 	})
 	if err != nil {
@@ -112,18 +115,18 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		return err
 	}
 	e := clusterinstall.Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
-		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PoliciesEnforced: netpol != "" && c.PolicyProblem == ""}
+		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PoliciesEnforced: c.PolicyEnforcer != ""}
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}
 	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s; overlay applied: %s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version, inst.Overlay)
-	switch {
-	case netpol != "" && c.PolicyProblem == "":
-		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by kube-network-policies")
-	case netpol != "":
-		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced: "+c.PolicyProblem)
-	default:
-		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (no kube-network-policies image in "+o.imagesDir+")")
+	if c.PolicyEnforcer != "" {
+		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by "+c.PolicyEnforcer)
+	} else {
+		fmt.Fprintln(stdout, "NetworkPolicies: applied, NOT enforced (images in "+o.imagesDir+")")
+	}
+	if c.PolicyNote != "" {
+		fmt.Fprintln(stdout, "NetworkPolicy enforcer choice: "+c.PolicyNote)
 	}
 	for i, u := range e.URLs {
 		fmt.Fprintf(stdout, "entry of %s: %s\n", e.Nodes[i], u)

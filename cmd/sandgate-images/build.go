@@ -33,7 +33,11 @@ func buildAll(o Options, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}
-		img, err := ociimage.Build(im.spec(src, o))
+		spec, err := im.spec(src, o)
+		if err != nil {
+			return fmt.Errorf("%s: %w", im.name, err)
+		}
+		img, err := ociimage.Build(spec)
 		if err != nil {
 			return fmt.Errorf("%s: %w", im.name, err)
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/sandgate/sandgate/internal/ociimage"
 )
@@ -27,6 +29,12 @@ type image struct {
 	workdir  string
 	dirs     []ociimage.Dir
 	symlinks []ociimage.Symlink
+	// hostPrograms and hostPlugins are dynamically linked host files the
+	// binary runs (Debian's iptables and ipset for kube-router); they come
+	// with their loader and libraries (ociimage.HostClosure). hostPlugins
+	// is a glob.
+	hostPrograms []string
+	hostPlugins  string
 	// optional images are skipped when their binary is missing, unless
 	// --require names them.
 	optional bool
@@ -73,20 +81,51 @@ func catalog() []image {
 		{name: "coredns", path: "/coredns", user: "0:0", optional: true, hint: "pass --bin coredns=PATH"},
 		{name: "kube-network-policies", path: "/bin/netpol", user: "0:0", optional: true, hint: "pass --bin kube-network-policies=PATH"},
 		{
+			name: "kube-router", path: "/usr/local/bin/kube-router", user: "0:0", optional: true,
+			hostPrograms: []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/ipset"},
+			hostPlugins:  "/usr/lib/x86_64-linux-gnu/xtables/*.so",
+			symlinks:     iptablesLinks(),
+			hint:         "pass --bin kube-router=PATH; needs apt-get install -y iptables ipset",
+		},
+		{
 			name: "busybox", source: "/bin/busybox", path: "/bin/busybox", user: "0:0",
 			entrypoint: []string{"/bin/sh"}, symlinks: symlinks, hint: "apt-get install -y busybox-static",
 		},
 	}
 }
 
+// iptablesLinks are the iptables commands, all served by the nftables
+// multi-call binary, as Debian's default alternative does.
+func iptablesLinks() []ociimage.Symlink {
+	var out []ociimage.Symlink
+	for _, v := range []string{"iptables", "ip6tables"} {
+		for _, suffix := range []string{"", "-save", "-restore"} {
+			out = append(out, ociimage.Symlink{Path: "/usr/sbin/" + v + suffix, Target: "xtables-nft-multi"})
+		}
+	}
+	return out
+}
+
 // spec returns the image's ociimage.Spec for the binary at source.
-func (im image) spec(source string, o Options) ociimage.Spec {
+func (im image) spec(source string, o Options) (ociimage.Spec, error) {
 	entrypoint := im.entrypoint
 	if entrypoint == nil {
 		entrypoint = []string{im.path}
 	}
+	files := []ociimage.File{{Source: source, Path: im.path, Mode: fs.FileMode(0o755)}}
+	if len(im.hostPrograms) > 0 {
+		plugins, err := filepath.Glob(im.hostPlugins)
+		if err != nil {
+			return ociimage.Spec{}, fmt.Errorf("list %s: %w", im.hostPlugins, err)
+		}
+		host, err := ociimage.HostClosure(im.hostPrograms, plugins)
+		if err != nil {
+			return ociimage.Spec{}, fmt.Errorf("collect host programs (%s): %w", im.hint, err)
+		}
+		files = append(files, host...)
+	}
 	return ociimage.Spec{
-		Files:    []ociimage.File{{Source: source, Path: im.path, Mode: fs.FileMode(0o755)}},
+		Files:    files,
 		Dirs:     im.dirs,
 		Symlinks: im.symlinks,
 		Epoch:    o.epoch(),
@@ -101,5 +140,5 @@ func (im image) spec(source string, o Options) ociimage.Spec {
 			Version:    o.Version,
 			Title:      im.name,
 		},
-	}
+	}, nil
 }

@@ -258,3 +258,31 @@ func TestSourceDateEpoch(t *testing.T) {
 		t.Error("a non-numeric SOURCE_DATE_EPOCH was accepted")
 	}
 }
+
+// TestKubeRouterCarriesIptablesAndIpset builds the kube-router image and
+// finds the tools kube-router runs, with their loader, in its layer.
+func TestKubeRouterCarriesIptablesAndIpset(t *testing.T) {
+	for _, p := range []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/ipset"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("needs Debian's iptables and ipset (apt-get install -y iptables ipset): %v", err)
+		}
+	}
+	bins := binDir(t, "authapi", "nodeproxy", "agent-standin", "sandbox-controller-standin", "pause", "busybox")
+	router := filepath.Join(binDir(t, "kube-router"), "kube-router")
+	out := t.TempDir()
+	got := buildImages(t, bins, out, "--bin", "kube-router="+router, "--require", "kube-router")
+	if !regexp.MustCompile(`(?m)^kube-router +sandgate.local/kube-router:v0.3.0 sha256:`).MatchString(got) {
+		t.Fatalf("kube-router not built:\n%s", got)
+	}
+	hdrs := layerHeaders(t, loadImage(t, filepath.Join(out, "kube-router.tar"), "sandgate.local/kube-router:v0.3.0"))
+	for _, p := range []string{"usr/local/bin/kube-router", "usr/sbin/xtables-nft-multi", "usr/sbin/ipset", "lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/libc.so.6"} {
+		if h, ok := hdrs[p]; !ok || h.Typeflag != tar.TypeReg {
+			t.Errorf("image has no file %s", p)
+		}
+	}
+	for _, p := range []string{"usr/sbin/iptables", "usr/sbin/iptables-save", "usr/sbin/iptables-restore"} {
+		if h, ok := hdrs[p]; !ok || h.Typeflag != tar.TypeSymlink || h.Linkname != "xtables-nft-multi" {
+			t.Errorf("%s is %+v, want a symlink to xtables-nft-multi", p, h)
+		}
+	}
+}

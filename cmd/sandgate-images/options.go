@@ -105,8 +105,10 @@ manifest when it imports a docker archive, so 'ctr images ls' shows another
 DIGEST than the one printed here.
 
 Images: %s.
-busybox comes from Debian's busybox-static package (/bin/busybox); coredns
-is skipped when its binary is missing unless --require names it.
+busybox comes from Debian's busybox-static package (/bin/busybox);
+kube-router carries Debian's iptables and ipset with their libraries.
+coredns, kube-network-policies and kube-router are skipped when their
+binary is missing unless --require names them.
 
 Flags:
 `, strings.Join(names(), ", "))

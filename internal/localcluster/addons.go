@@ -20,6 +20,9 @@ var corednsManifest string
 //go:embed addons/netpol.yaml
 var netpolManifest string
 
+//go:embed addons/kuberouter.yaml
+var kubeRouterManifest string
+
 // Kubectl runs kubectl as cluster admin with stdin (may be empty) and
 // returns its output.
 func (c *Cluster) Kubectl(ctx context.Context, stdin string, args ...string) (string, error) {
@@ -108,14 +111,58 @@ const queueProbe = `table inet sandgate_queue_probe {
 }
 `
 
-// checkPolicyEnforcer sets PolicyProblem when the kernel cannot run the
-// NetworkPolicy enforcer: kube-network-policies needs nftables' queue
-// expression, which some kernels build without.
-func (c *Cluster) checkPolicyEnforcer(ctx context.Context, n node) {
-	script := fmt.Sprintf("nft -f - <<'EOF'\n%sEOF\nnft delete table inet sandgate_queue_probe", queueProbe)
-	if _, err := runIn(ctx, n, "bash", "-c", script); err != nil {
-		c.PolicyProblem = "this kernel's nftables has no queue expression (nft_queue), which kube-network-policies needs: " + err.Error()
+// Enforcer names.
+const (
+	enforcerNetworkPolicies = "kube-network-policies"
+	enforcerKubeRouter      = "kube-router"
+)
+
+// choosePolicyEnforcer picks the NetworkPolicy enforcer: SIG Network's
+// kube-network-policies where nftables can queue packets to userspace,
+// else kube-router's policy controller, which needs only iptables and
+// ipset. PolicyNote says why one was passed over.
+func (c *Cluster) choosePolicyEnforcer(ctx context.Context, n node) {
+	var notes []string
+	if c.opts.Images.NetworkPolicies == "" {
+		notes = append(notes, "no kube-network-policies image")
+	} else {
+		script := fmt.Sprintf("nft -f - <<'EOF'\n%sEOF\nnft delete table inet sandgate_queue_probe", queueProbe)
+		if _, err := runIn(ctx, n, "bash", "-c", script); err == nil {
+			c.PolicyEnforcer = enforcerNetworkPolicies
+			return
+		}
+		notes = append(notes, "kube-network-policies cannot run: this kernel's nftables refuses a queue rule (no nft_queue)")
 	}
+	if c.opts.Images.KubeRouter != "" {
+		c.PolicyEnforcer = enforcerKubeRouter
+	} else {
+		notes = append(notes, "no kube-router image")
+	}
+	c.PolicyNote = strings.Join(notes, "; ")
+}
+
+// startPolicyEnforcer deploys the chosen enforcer and waits until it runs
+// on every node.
+func (c *Cluster) startPolicyEnforcer(ctx context.Context) error {
+	var text string
+	vals := map[string]string{}
+	switch c.PolicyEnforcer {
+	case "":
+		return nil
+	case enforcerNetworkPolicies:
+		text, vals["Image"] = netpolManifest, c.opts.Images.NetworkPolicies
+	case enforcerKubeRouter:
+		text, vals["Image"], vals["ServiceCIDR"] = kubeRouterManifest, c.opts.Images.KubeRouter, ServiceNet.String()
+	}
+	m, err := c.render(c.PolicyEnforcer, text, vals)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Kubectl(ctx, m, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	_, err = c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "daemonset/"+c.PolicyEnforcer, "--timeout=180s")
+	return err
 }
 
 // startAddons deploys cluster DNS and storage, and waits for DNS.
@@ -130,17 +177,8 @@ func (c *Cluster) startAddons(ctx context.Context) error {
 	if err := c.startStorage(ctx); err != nil {
 		return err
 	}
-	if img := c.opts.Images.NetworkPolicies; img != "" && c.PolicyProblem == "" {
-		m, err := c.render("netpol", netpolManifest, map[string]string{"Image": img})
-		if err != nil {
-			return err
-		}
-		if _, err := c.Kubectl(ctx, m, "apply", "-f", "-"); err != nil {
-			return err
-		}
-		if _, err := c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "daemonset/kube-network-policies", "--timeout=180s"); err != nil {
-			return err
-		}
+	if err := c.startPolicyEnforcer(ctx); err != nil {
+		return err
 	}
 	_, err = c.Kubectl(ctx, "", "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=180s")
 	return err

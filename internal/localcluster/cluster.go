@@ -40,9 +40,10 @@ type Images struct {
 	// Pause, CoreDNS and Busybox are references of images in Tarballs:
 	// pod sandboxes, cluster DNS and the storage provisioner's helper.
 	Pause, CoreDNS, Busybox string
-	// NetworkPolicies is the reference of the NetworkPolicy enforcer's
-	// image (kube-network-policies); empty runs none.
-	NetworkPolicies string
+	// NetworkPolicies and KubeRouter are references of the NetworkPolicy
+	// enforcers' images: kube-network-policies where the kernel can run it,
+	// else kube-router's policy controller; empty leaves one out.
+	NetworkPolicies, KubeRouter string
 }
 
 // Options configure Up.
@@ -67,9 +68,11 @@ type Cluster struct {
 	Kubeconfig string
 	// Client is a cluster-admin client.
 	Client kubernetes.Interface
-	// PolicyProblem says why no NetworkPolicy enforcer runs although its
-	// image was given; empty when it runs or none was asked for.
-	PolicyProblem string
+	// PolicyEnforcer names the NetworkPolicy enforcer that runs; empty
+	// when none does.
+	PolicyEnforcer string
+	// PolicyNote says why an enforcer was passed over or none runs.
+	PolicyNote string
 }
 
 // Up removes what an earlier cluster left, then brings up the control
@@ -109,9 +112,7 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := routeServices(ctx, c.nodes[0]); err != nil {
 		return nil, err
 	}
-	if o.Images.NetworkPolicies != "" {
-		c.checkPolicyEnforcer(ctx, c.nodes[0])
-	}
+	c.choosePolicyEnforcer(ctx, c.nodes[0])
 	step()
 	if err := c.startControlPlane(ctx); err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func Up(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	step()
-	step = c.step("add-ons: CoreDNS, local-path-provisioner, kube-network-policies")
+	step = c.step("add-ons: CoreDNS, local-path-provisioner, the NetworkPolicy enforcer")
 	if err := c.startAddons(ctx); err != nil {
 		return nil, err
 	}
