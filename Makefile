@@ -7,6 +7,8 @@ KUBE_VERSION := v1.37.2
 CACHE        ?= $(or $(SANDGATE_CACHE),$(HOME)/.cache/sandgate)
 BIN_DIR      := $(CACHE)/bin/$(KUBE_VERSION)
 export SANDGATE_CACHE := $(CACHE)
+# the promtool the rules tests run (make promtool builds it)
+export PROMTOOL := $(BIN_DIR)/promtool
 
 GO           ?= go
 GOFLAGS_TEST ?=
@@ -40,13 +42,14 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build the sandgate binaries into bin/
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
 
 # Container images without Docker: static binaries, then one reproducible
 # docker-archive tarball per image for `ctr -n k8s.io images import`, tagged
 # sandgate.local/<name>:$(VERSION). CoreDNS joins when its binary is built.
 STATIC_CMDS := authapi nodeproxy agent-standin pause sandbox-controller-standin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_LDFLAGS := -X github.com/sandgate/sandgate/internal/buildinfo.version=$(VERSION)
 COREDNS_BIN ?= $(BIN_DIR)/coredns
 NETPOL_BIN  ?= $(BIN_DIR)/kube-network-policies
 KUBEROUTER_BIN ?= $(BIN_DIR)/kube-router
@@ -54,7 +57,7 @@ KUBEROUTER_BIN ?= $(BIN_DIR)/kube-router
 .PHONY: static
 static: ## static CGO_ENABLED=0 binaries for the images into bin/static
 	@mkdir -p bin/static
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
 
 .PHONY: busybox-static
 busybox-static: ## install Debian's busybox-static for the busybox image when it is missing (needs root)
@@ -119,6 +122,8 @@ COREDNS_STAMP      := $(BIN_DIR)/.coredns-$(call sumof,tools/coredns/go.sum tool
 LOCALPATH_STAMP    := $(BIN_DIR)/.localpath-$(call sumof,tools/localpath/go.sum)
 NETPOL_VERSION     := $(call modver,tools/netpol/go.mod,sigs.k8s.io/kube-network-policies)
 NETPOL_STAMP       := $(BIN_DIR)/.netpol-$(call sumof,tools/netpol/go.sum)
+PROMTOOL_VERSION   := $(call modver,tools/promtool/go.mod,github.com/prometheus/prometheus)
+PROMTOOL_STAMP     := $(BIN_DIR)/.promtool-$(call sumof,tools/promtool/go.sum)
 KUBEROUTER_VERSION := $(call modver,tools/kuberouter/go.mod,github.com/cloudnativelabs/kube-router/v2)
 KUBEROUTER_STAMP   := $(BIN_DIR)/.kuberouter-$(call sumof,tools/kuberouter/go.sum)
 # btrfs, devmapper and zfs snapshotters need cgo or host tools; overlayfs and
@@ -150,6 +155,15 @@ $(NETPOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-network-policies $(NETPOL_VERSION) (the NetworkPolicy enforcer) into $(BIN_DIR)"
 	cd tools/netpol && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
+	@touch $@
+
+.PHONY: promtool
+promtool: $(PROMTOOL_STAMP) ## build Prometheus' promtool (checks and unit-tests the alerting rules) into the cache
+
+$(PROMTOOL_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building promtool (Prometheus $(PROMTOOL_VERSION)) into $(BIN_DIR)"
+	cd tools/promtool && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
 	@touch $@
 
 $(KUBEROUTER_STAMP):
@@ -198,10 +212,11 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 	fi
 
 .PHONY: test
-test: controlplane chromium cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
+test: controlplane promtool chromium cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
 	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@$(MAKE) --no-print-directory bench-smoke
 	@echo ">> the journey on a real two-node cluster deployed from manifests/"
 	@$(MAKE) --no-print-directory e2e-cluster
 
@@ -215,10 +230,16 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	done
 
 .PHONY: bench
-bench: controlplane ## measure data path, sessions, scale and lifecycle into bench/RESULTS.md (about 4 min; not in make test)
+bench: controlplane ## measure data path, sessions, scale, growth and lifecycle into bench/RESULTS.md (about 10 min; not in make test)
 	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
 	$(GO) build -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -out bench/RESULTS.md $(BENCH_FLAGS)
+
+.PHONY: bench-smoke
+bench-smoke: ## every bench way for about a second, results checked for shape, not speed (under a minute)
+	@echo ">> bench smoke: every way of the bench once, checked for shape"
+	$(GO) build -o bin/sandgate-bench ./bench
+	./bin/sandgate-bench -smoke
 
 .PHONY: clean
 clean: ## remove build outputs (the control-plane cache stays)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,8 +26,9 @@ type child struct {
 	out   *bufio.Scanner
 }
 
-// spawn starts the bench binary as role with spec, pinned to cpu (with
-// GOMAXPROCS=1) unless cpu is negative.
+// spawn starts the bench binary as role, pinned to cpu (with
+// GOMAXPROCS=1) unless cpu is negative, and sends it spec as the first
+// line of its stdin (a spec can outgrow an argument).
 func spawn(role string, spec any, cpu int) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -36,7 +38,7 @@ func spawn(role string, spec any, cpu int) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s spec: %w", role, err)
 	}
-	args := []string{self, "-role", role, "-spec", string(data)}
+	args := []string{self, "-role", role}
 	env := os.Environ()
 	if cpu >= 0 {
 		args = append([]string{"taskset", "-c", strconv.Itoa(cpu)}, args...)
@@ -55,6 +57,10 @@ func spawn(role string, spec any, cpu int) (*child, error) {
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	if _, err := fmt.Fprintf(stdin, "%s\n", data); err != nil {
+		stdin.Close()
+		return nil, fmt.Errorf("send %s its spec: %w (exit: %v)", role, err, cmd.Wait())
 	}
 	s := bufio.NewScanner(stdout)
 	s.Buffer(make([]byte, 64<<10), 16<<20)
@@ -109,6 +115,23 @@ func emit(v any) error {
 	}
 	_, err = fmt.Fprintf(os.Stdout, "%s\n", data)
 	return err
+}
+
+// readSpec reads the spec line the orchestrator sends first. It reads
+// no further, so that waitParent sees the rest of stdin.
+func readSpec() (string, error) {
+	var line []byte
+	b := make([]byte, 64<<10)
+	for {
+		n, err := os.Stdin.Read(b)
+		line = append(line, b[:n]...)
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			return string(line[:i]), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read spec: %w", err)
+		}
+	}
 }
 
 // waitParent blocks until the orchestrator closes stdin.

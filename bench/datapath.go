@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/sandgate/sandgate/bench/load"
@@ -16,22 +17,23 @@ import (
 // host is the Host header of every request.
 const host = "gateway.example"
 
-// servers are the data path's running servers.
+// servers are the data path's running servers in front of one app.
 type servers struct {
-	app, baseline *child
-	proxy, peer   *child // n1's proxy (clients enter here) and n2's
-	appAddr       string
-	baseAddr      string
-	proxyAddr     string
-	peerAddr      string
-	proxyDebug    string
-	cookies       map[string]string // user -> Cookie header
+	app                            app
+	appProc, baseline, bare        *child
+	proxy, peer, crowd             *child // n1's proxy (clients enter here), n2's, n1's for the many-users run
+	appAddr, baseAddr, bareAddr    string
+	proxyAddr, peerAddr, crowdAddr string
+	proxyDebug                     string
+	cookies                        map[string]string // user -> Cookie header
+	crowdCookies                   []load.Session    // paths are /u/<user>
 }
 
-// startServers starts the app, n2's proxy, n1's proxy (hopping to n2 for
-// bob) and the baseline, all on serverCPU.
-func startServers(keys *node.Keys) (*servers, error) {
-	s := &servers{cookies: map[string]string{}}
+// startServers starts a's app, n2's proxy, n1's proxy (hopping to n2 for
+// bob), n1's many-users proxy, the baseline and the bare proxy, all on
+// serverCPU.
+func startServers(keys *node.Keys, a app) (*servers, error) {
+	s := &servers{app: a, cookies: map[string]string{}}
 	for _, u := range users {
 		tok, err := keys.Session(u)
 		if err != nil {
@@ -39,9 +41,17 @@ func startServers(keys *node.Keys) (*servers, error) {
 		}
 		s.cookies[u] = "dsh_gw_session=" + tok
 	}
+	for i := range crowdSessions {
+		u := crowdUser(i % crowdSandboxes)
+		tok, err := keys.Session(u)
+		if err != nil {
+			return nil, err
+		}
+		s.crowdCookies = append(s.crowdCookies, load.Session{Path: "/u/" + u, Cookie: "dsh_gw_session=" + tok})
+	}
 	var err error
 	var out served
-	if s.app, err = startServer("app", nil, &out); err != nil {
+	if s.appProc, err = startServer(a.Role, nil, &out); err != nil {
 		return s, err
 	}
 	s.appAddr = out.Addr
@@ -50,16 +60,23 @@ func startServers(keys *node.Keys) (*servers, error) {
 	}
 	s.peerAddr = out.Addr
 	_, port, _ := net.SplitHostPort(s.peerAddr)
-	var peerPort int
-	fmt.Sscan(port, &peerPort)
+	peerPort, _ := strconv.Atoi(port)
 	if s.proxy, err = startServer("proxy", proxySpec{Node: 0, App: s.appAddr, PeerPort: peerPort, JWKS: keys.JWKS}, &out); err != nil {
 		return s, err
 	}
 	s.proxyAddr, s.proxyDebug = out.Addr, out.Debug
+	if s.crowd, err = startServer("proxy", proxySpec{Node: 0, App: s.appAddr, PeerPort: peerPort, JWKS: keys.JWKS, Crowd: crowdSandboxes}, &out); err != nil {
+		return s, err
+	}
+	s.crowdAddr = out.Addr
 	if s.baseline, err = startServer("baseline", s.appAddr, &out); err != nil {
 		return s, err
 	}
 	s.baseAddr = out.Addr
+	if s.bare, err = startServer("bare", s.appAddr, &out); err != nil {
+		return s, err
+	}
+	s.bareAddr = out.Addr
 	return s, nil
 }
 
@@ -75,9 +92,21 @@ func startServer(role string, spec any, out *served) (*child, error) {
 	return c, nil
 }
 
+// procs are the running server processes by the role name their CPU
+// time is reported under.
+func (s *servers) procs() map[string]*child {
+	m := map[string]*child{}
+	for name, c := range map[string]*child{"app": s.appProc, "proxy": s.proxy, "peer": s.peer, "crowd": s.crowd, "baseline": s.baseline, "bare": s.bare} {
+		if c != nil {
+			m[name] = c
+		}
+	}
+	return m
+}
+
 // stop ends every server.
 func (s *servers) stop() {
-	for _, c := range []*child{s.baseline, s.proxy, s.peer, s.app} {
+	for _, c := range []*child{s.bare, s.baseline, s.crowd, s.proxy, s.peer, s.appProc} {
 		if c != nil {
 			_ = c.stop()
 		}
@@ -87,15 +116,23 @@ func (s *servers) stop() {
 // way is one way to the app.
 type way string
 
-// The ways to the app: (a), (b), (c) and the hop.
+// The ways to the app: (a)-(d), the hop and the many-users run.
 const (
 	direct    way = "direct"
 	viaProxy  way = "proxy"
 	viaBase   way = "baseline"
+	viaBare   way = "bare"
 	viaHop    way = "hop"
+	viaCrowd  way = "many users"
 	userLocal     = "alice"
 	userHop       = "bob"
 )
+
+// servedBy are the server processes a request by each way goes through.
+var servedBy = map[way][]string{
+	direct: {"app"}, viaProxy: {"proxy", "app"}, viaBase: {"baseline", "app"}, viaBare: {"bare", "app"},
+	viaHop: {"proxy", "peer", "app"}, viaCrowd: {"crowd", "app"},
+}
 
 // target returns how to reach path on the app by w.
 func (s *servers) target(w way, path string) load.Target {
@@ -106,80 +143,77 @@ func (s *servers) target(w way, path string) load.Target {
 		return load.Target{Addr: s.proxyAddr, Path: "/u/" + userHop + path, Host: host, Cookie: s.cookies[userHop]}
 	case viaBase:
 		return load.Target{Addr: s.baseAddr, Path: "/u/" + userLocal + path, Host: host}
+	case viaBare:
+		return load.Target{Addr: s.bareAddr, Path: "/u/" + userLocal + path, Host: host}
+	case viaCrowd:
+		t := load.Target{Addr: s.crowdAddr, Host: host}
+		for _, c := range s.crowdCookies {
+			t.Sessions = append(t.Sessions, load.Session{Path: c.Path + path, Cookie: c.Cookie})
+		}
+		return t
 	}
 	return load.Target{Addr: s.appAddr, Path: path, Host: host}
 }
 
 // httpRun is one load run's setting and outcome.
 type httpRun struct {
-	Way    way         `json:"way"`
-	Size   int         `json:"size"`
-	Conns  int         `json:"conns"`
+	App string `json:"app"`
+	cell
 	Rate   float64     `json:"rate,omitempty"`
 	Result load.Result `json:"result"`
 	// CPU is each server's CPU time per request (warm-up included), by
-	// role: app, proxy (n1), peer (n2), baseline.
+	// role: app, proxy (n1), peer (n2), crowd, baseline, bare.
 	CPU map[string]time.Duration `json:"cpu"`
 }
 
-// runHTTP runs one load run from clientCPU.
-func (s *servers) runHTTP(c config, w way, size, conns int, rate float64) (httpRun, error) {
-	t := s.target(w, fmt.Sprintf("%s%d", origin.BytesPath, size))
-	t.Size = size
-	r := httpRun{Way: w, Size: size, Conns: conns, Rate: rate}
-	procs := map[string]*child{"app": s.app, "proxy": s.proxy, "peer": s.peer, "baseline": s.baseline}
+// runHTTP runs one load run of c from clientCPU.
+func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
+	t := s.target(c.Way, s.app.path(c.Size))
+	t.Size = c.Size
+	r := httpRun{App: s.app.Name, cell: c, Rate: rate}
+	procs := s.procs()
 	before := map[string]time.Duration{}
-	for name, c := range procs {
-		before[name], _ = procstat.CPU(c.pid())
+	for name, p := range procs {
+		before[name], _ = procstat.CPU(p.pid())
 	}
-	err := once("http", httpSpec{Load: load.Options{Target: t, Conns: conns, Rate: rate, Warmup: c.warmup, Duration: c.duration}}, clientCPU, &r.Result)
+	err := once("http", httpSpec{Load: load.Options{Target: t, Conns: c.Conns, Rate: rate, Warmup: cfg.warmup, Duration: cfg.duration}}, clientCPU, &r.Result)
 	r.CPU = map[string]time.Duration{}
-	for name, c := range procs {
-		if after, cerr := procstat.CPU(c.pid()); cerr == nil && r.Result.Total > 0 {
+	for name, p := range procs {
+		if after, cerr := procstat.CPU(p.pid()); cerr == nil && r.Result.Total > 0 {
 			r.CPU[name] = (after - before[name]) / time.Duration(r.Result.Total)
 		}
 	}
 	if err == nil && r.Result.Errors > 0 {
-		err = fmt.Errorf("%s %dB x%d: %d errors, first: %s", w, size, conns, r.Result.Errors, r.Result.FirstError)
+		err = fmt.Errorf("%s %s %dB x%d: %d errors, first: %s", s.app.Name, c.Way, c.Size, c.Conns, r.Result.Errors, r.Result.FirstError)
 	}
 	return r, err
 }
 
-// dataPath runs the request matrix, the hop, and the half-load latency.
-func dataPath(ctx context.Context, c config, s *servers, res *results, log *slog.Logger) error {
-	// Every cell runs in matrixRounds interleaved rounds; the report takes
-	// each cell's best round, the one least disturbed by other work.
-	for round := range matrixRounds {
-		for _, size := range []int{1 << 10, 64 << 10} {
-			for _, conns := range []int{1, 16, 64} {
-				for _, w := range []way{direct, viaProxy, viaBase} {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-					r, err := s.runHTTP(c, w, size, conns, 0)
-					if err != nil {
-						return err
-					}
-					log.Info("http", "round", round, "way", w, "size", size, "conns", conns, "rps", int(r.Result.RPS), "p99", r.Result.Latency.P99)
-					res.HTTP = append(res.HTTP, r)
-				}
+// dataPath runs the app's cells in interleaved rounds, then, for the
+// fasthttp app, the half-load latency pair.
+func dataPath(ctx context.Context, cfg config, s *servers, res *results, log *slog.Logger) error {
+	// Rounds interleave so that a burst of other work on the machine
+	// hits every way alike; the report takes each cell's median.
+	for round := range cfg.rounds {
+		for _, c := range plan(s.app, cfg.smoke) {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-		}
-		for _, tc := range []struct{ size, conns int }{{1 << 10, 1}, {1 << 10, 64}, {64 << 10, 64}} {
-			r, err := s.runHTTP(c, viaHop, tc.size, tc.conns, 0)
+			r, err := s.runHTTP(cfg, c, 0)
 			if err != nil {
 				return err
 			}
-			log.Info("http", "round", round, "way", viaHop, "size", tc.size, "conns", tc.conns, "rps", int(r.Result.RPS))
+			log.Info("http", "app", s.app.Name, "round", round, "way", c.Way, "size", c.Size, "conns", c.Conns, "rps", int(r.Result.RPS), "p99", r.Result.Latency.P99)
 			res.HTTP = append(res.HTTP, r)
 		}
 	}
-	// The half-load pair runs in alternating rounds so that a burst of
-	// other work on the machine hits both ways alike.
-	peak := res.find(viaProxy, 1<<10, 64).Result.RPS
-	for round := range halfRounds {
+	if s.app.Name != fastApp.Name {
+		return nil
+	}
+	peak := res.runs(fastApp, cell{viaProxy, 1 << 10, 64}).rps().Med
+	for round := range cfg.rounds {
 		for _, w := range []way{direct, viaProxy} {
-			r, err := s.runHTTP(c, w, 1<<10, 64, peak/2)
+			r, err := s.runHTTP(cfg, cell{w, 1 << 10, 64}, peak/2)
 			if err != nil {
 				return err
 			}
@@ -190,25 +224,18 @@ func dataPath(ctx context.Context, c config, s *servers, res *results, log *slog
 	return nil
 }
 
-// matrixRounds is how many rounds of the closed-loop matrix run.
-const matrixRounds = 2
-
-// halfRounds is how many rounds of the half-load pair run; the report
-// takes each way's median p99.
-const halfRounds = 3
-
 // streams measures SSE delay and WebSocket echo, direct and through the
 // proxy, then the proxy's memory per idle bridged WebSocket.
 func streams(ctx context.Context, c config, s *servers, res *results, log *slog.Logger) error {
 	for _, w := range []way{direct, viaProxy} {
-		t := s.target(w, fmt.Sprintf("%s?n=300&every=5", origin.EventsPath))
+		t := s.target(w, fmt.Sprintf("%s?n=%d&every=5", origin.EventsPath, c.sseEvents))
 		var l load.Latency
 		if err := once("sse", streamSpec{URL: "http://" + t.Addr + t.Path, Host: host, Cookie: t.Cookie}, clientCPU, &l); err != nil {
 			return err
 		}
 		res.SSE = append(res.SSE, wayLatency{Way: w, Latency: l})
 		t = s.target(w, origin.WSPath)
-		if err := once("wsecho", streamSpec{URL: "ws://" + t.Addr + t.Path, Host: host, Cookie: t.Cookie, N: 3000, Size: 64}, clientCPU, &l); err != nil {
+		if err := once("wsecho", streamSpec{URL: "ws://" + t.Addr + t.Path, Host: host, Cookie: t.Cookie, N: echoMessages, Size: 64}, clientCPU, &l); err != nil {
 			return err
 		}
 		res.WSEcho = append(res.WSEcho, wayLatency{Way: w, Latency: l})
@@ -216,6 +243,9 @@ func streams(ctx context.Context, c config, s *servers, res *results, log *slog.
 	}
 	return idleSockets(ctx, c, s, res, log)
 }
+
+// echoMessages is how many messages the WebSocket echo sends.
+const echoMessages = 3000
 
 // awaitBridgesEnd waits up to 10s until the proxy runs no more than
 // goroutines+16 goroutines, i.e. the clients' closed WebSockets are torn

@@ -18,11 +18,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
 
-// config is the orchestrator's flags.
+// config is the orchestrator's flags and what smoke derives from them.
 type config struct {
 	out       string
 	duration  time.Duration
@@ -30,12 +31,39 @@ type config struct {
 	wsIdle    int
 	lifecycle bool
 	profile   string
+	// smoke runs every way briefly and checks the results' shape.
+	smoke bool
+	// rounds of every load cell; sseEvents per SSE stream; scaleUsers of
+	// the scale table; growthPods of the growth table.
+	rounds     int
+	sseEvents  int
+	scaleUsers []int
+	growthPods []int
+}
+
+// full is the measurement make bench runs.
+func (c config) full() config {
+	c.rounds, c.sseEvents = 3, 300
+	c.scaleUsers = []int{10_000, 100_000}
+	c.growthPods = []int{1_000, 10_000, 100_000, 1_000_000}
+	return c
+}
+
+// smoked runs each way for about a second, once, at small sizes; the
+// lifecycle (a control plane and a minute of signups and wakes) is left
+// to make bench.
+func (c config) smoked() config {
+	c.rounds, c.sseEvents = 1, 100
+	c.duration, c.warmup = 800*time.Millisecond, 200*time.Millisecond
+	c.wsIdle, c.lifecycle = 100, false
+	c.scaleUsers = []int{1_000}
+	c.growthPods = []int{1_000, 10_000}
+	return c
 }
 
 // main runs one role, or orchestrates every measurement.
 func main() {
 	role := flag.String("role", "", "run one part of the bench (internal: the orchestrator starts these)")
-	spec := flag.String("spec", "{}", "the part's parameters as JSON (internal)")
 	var c config
 	flag.StringVar(&c.out, "out", "bench/RESULTS.md", "where to write the results")
 	flag.DurationVar(&c.duration, "duration", 2*time.Second, "measured time of each HTTP load run")
@@ -43,14 +71,31 @@ func main() {
 	flag.IntVar(&c.wsIdle, "ws-idle", 10000, "idle WebSockets to bridge for the memory figure")
 	flag.BoolVar(&c.lifecycle, "lifecycle", true, "measure signup, wake and suspend on a real API server")
 	flag.StringVar(&c.profile, "profile", "bench/out", "directory for the proxy's CPU profile; empty skips profiling")
+	flag.BoolVar(&c.smoke, "smoke", false, "run every way for about a second and check the results' shape, not speed; writes -out only when given")
 	flag.Parse()
+	if c.smoke {
+		given := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if !given["out"] {
+			c.out = ""
+		}
+		if !given["profile"] {
+			c.profile = filepath.Join(os.TempDir(), "sandgate-bench-smoke")
+		}
+		c = c.smoked()
+	} else {
+		c = c.full()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var err error
 	if *role != "" {
-		err = runRole(ctx, *role, *spec)
+		var spec string
+		if spec, err = readSpec(); err == nil {
+			err = runRole(ctx, *role, spec)
+		}
 	} else {
 		err = orchestrate(ctx, c, log)
 	}

@@ -37,23 +37,13 @@ type results struct {
 	IdleHeap string
 	Sessions sessionFigures
 	Scale    []scale.Result
+	// Growth is the scale measurement with every pod on the proxy's node.
+	Growth []scale.Result
 	// Lifecycle is nil when skipped; LifecycleErr says why it failed.
 	Lifecycle    *lifecycle.Result
 	LifecycleErr string
 	// Profile is the proxy's CPU profile summary (pprof -top).
 	Profile string
-}
-
-// find returns the best round (most requests per second) of the
-// closed-loop runs of w with size and conns.
-func (r *results) find(w way, size, conns int) httpRun {
-	var best httpRun
-	for _, h := range r.HTTP {
-		if h.Way == w && h.Size == size && h.Conns == conns && h.Result.RPS >= best.Result.RPS {
-			best = h
-		}
-	}
-	return best
 }
 
 // proxyMemory is the proxy process's memory at one moment.
@@ -82,38 +72,31 @@ func orchestrate(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	s, err := startServers(keys)
-	if s != nil {
-		defer s.stop()
-	}
-	if err != nil {
-		return err
-	}
-	if err := dataPath(ctx, c, s, res, log); err != nil {
-		return err
-	}
-	if c.profile != "" {
-		if res.Profile, err = profileProxy(c, s); err != nil {
-			log.Warn("profile", "err", err)
+	for _, a := range apps {
+		if err := measureApp(ctx, c, keys, a, res, log); err != nil {
+			return err
 		}
 	}
-	if err := streams(ctx, c, s, res, log); err != nil {
-		return err
-	}
-	s.stop()
-	s = nil
 
 	log.Info("sessions")
 	if err := once("sessions", nil, clientCPU, &res.Sessions); err != nil {
 		return err
 	}
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range c.scaleUsers {
 		log.Info("scale", "users", n)
 		var r scale.Result
-		if err := once("scale", map[string]any{"users": n, "jwks": keys.JWKS}, serverCPU, &r); err != nil {
+		if err := once("scale", scale.Options{Users: n, Nodes: scale.Nodes, JWKS: keys.JWKS}, serverCPU, &r); err != nil {
 			return err
 		}
 		res.Scale = append(res.Scale, r)
+	}
+	for _, n := range c.growthPods {
+		log.Info("growth", "pods", n)
+		var r scale.Result
+		if err := once("scale", scale.Options{Users: n, Nodes: 1, JWKS: keys.JWKS}, serverCPU, &r); err != nil {
+			return err
+		}
+		res.Growth = append(res.Growth, r)
 	}
 	if c.lifecycle {
 		log.Info("lifecycle: control plane, simulated cluster, 100 signups, suspend, wake")
@@ -127,12 +110,43 @@ func orchestrate(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	res.Took = time.Since(res.Started)
 	report := render(c, res)
-	fmt.Print(report)
-	if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
-		return fmt.Errorf("write results: %w", err)
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(report), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+		log.Info("wrote "+c.out, "took", res.Took.Round(time.Second))
 	}
-	log.Info("wrote "+c.out, "took", res.Took.Round(time.Second))
+	if err := checkShape(c, res, report); err != nil {
+		return err
+	}
+	log.Info("every figure present", "took", res.Took.Round(time.Second))
 	return nil
+}
+
+// measureApp measures every way to a, and for the fasthttp app also the
+// proxy's profile and the streams.
+func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *results, log *slog.Logger) error {
+	s, err := startServers(keys, a)
+	if s != nil {
+		defer s.stop()
+	}
+	if err != nil {
+		return err
+	}
+	if err := dataPath(ctx, c, s, res, log); err != nil {
+		return err
+	}
+	if a.Name != fastApp.Name {
+		return nil
+	}
+	if c.profile != "" {
+		log.Info("profile the proxy")
+		if res.Profile, err = profileProxy(c, s); err != nil {
+			log.Warn("profile", "err", err)
+		}
+	}
+	log.Info("streams")
+	return streams(ctx, c, s, res, log)
 }
 
 // fitSockets raises the open file limit, which children inherit, so
@@ -238,7 +252,7 @@ func profileProxy(c config, s *servers) (string, error) {
 	go func() {
 		pc := c
 		pc.duration = time.Duration(secs+1) * time.Second
-		_, err := s.runHTTP(pc, viaProxy, 1<<10, 64, 0)
+		_, err := s.runHTTP(pc, cell{viaProxy, 1 << 10, 64}, 0)
 		done <- err
 	}()
 	time.Sleep(c.warmup)

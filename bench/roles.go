@@ -7,16 +7,23 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/bench/bare"
 	"github.com/sandgate/sandgate/bench/baseline"
 	"github.com/sandgate/sandgate/bench/feed"
 	"github.com/sandgate/sandgate/bench/lifecycle"
 	"github.com/sandgate/sandgate/bench/load"
 	"github.com/sandgate/sandgate/bench/node"
 	"github.com/sandgate/sandgate/bench/origin"
+	"github.com/sandgate/sandgate/bench/podlogs"
 	"github.com/sandgate/sandgate/bench/scale"
+	"github.com/sandgate/sandgate/bench/webapp"
+	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 )
 
@@ -39,6 +46,10 @@ type proxySpec struct {
 	App      string `json:"app"`
 	PeerPort int    `json:"peer_port"`
 	JWKS     []byte `json:"jwks"`
+	// Crowd, when set, replaces alice and bob with that many users whose
+	// sandboxes all run on this node, and the warm handshake cache with
+	// the real Handshaker over their pods' CRI logs.
+	Crowd int `json:"crowd,omitempty"`
 }
 
 // httpSpec configures the http role.
@@ -72,12 +83,20 @@ func runRole(ctx context.Context, role, spec string) error {
 	switch role {
 	case "app":
 		return serveApp()
+	case "webapp":
+		return serveWebApp()
 	case "baseline":
 		var app string
 		if err := decode(&app); err != nil {
 			return err
 		}
 		return serveBaseline(app)
+	case "bare":
+		var app string
+		if err := decode(&app); err != nil {
+			return err
+		}
+		return serveBare(app)
 	case "proxy":
 		var s proxySpec
 		if err := decode(&s); err != nil {
@@ -131,14 +150,11 @@ func runRole(ctx context.Context, role, spec string) error {
 	case "sessions":
 		return emit(runSessions())
 	case "scale":
-		var s struct {
-			Users int    `json:"users"`
-			JWKS  []byte `json:"jwks"`
-		}
+		var s scale.Options
 		if err := decode(&s); err != nil {
 			return err
 		}
-		r, err := scale.Run(ctx, s.Users, s.JWKS)
+		r, err := scale.Run(ctx, s)
 		if err != nil {
 			return err
 		}
@@ -169,14 +185,27 @@ func serveApp() error {
 	return srv.Shutdown()
 }
 
+// serveWebApp runs the realistic app on a loopback port until the
+// orchestrator closes stdin.
+func serveWebApp() error {
+	srv := &http.Server{Handler: webapp.New(), ReadHeaderTimeout: 10 * time.Second}
+	return serveHTTP(srv)
+}
+
 // serveBaseline runs the httputil.ReverseProxy baseline in front of app
 // until the orchestrator closes stdin.
 func serveBaseline(app string) error {
+	srv := &http.Server{Handler: baseline.New(&url.URL{Scheme: "http", Host: app}), ReadHeaderTimeout: 10 * time.Second}
+	return serveHTTP(srv)
+}
+
+// serveHTTP runs srv on a loopback port until the orchestrator closes
+// stdin.
+func serveHTTP(srv *http.Server) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: baseline.New(&url.URL{Scheme: "http", Host: app}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	if err := emit(served{Addr: ln.Addr().String()}); err != nil {
 		return err
@@ -185,8 +214,25 @@ func serveBaseline(app string) error {
 	return srv.Close()
 }
 
-// serveProxy runs a node proxy for node s.Node over fed caches that hold
-// both users, with every local pod at s.App.
+// serveBare runs the bare fasthttp proxy in front of app until the
+// orchestrator closes stdin.
+func serveBare(app string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := bare.New(app, nil)
+	go srv.Serve(ln)
+	if err := emit(served{Addr: ln.Addr().String()}); err != nil {
+		return err
+	}
+	waitParent()
+	return srv.Shutdown()
+}
+
+// serveProxy runs a node proxy for node s.Node over fed caches with every
+// local pod at s.App: alice's and bob's, or s.Crowd users' all on this
+// node with the real Handshaker.
 func serveProxy(ctx context.Context, s proxySpec) error {
 	host, port, err := net.SplitHostPort(s.App)
 	if err != nil {
@@ -194,10 +240,23 @@ func serveProxy(ctx context.Context, s proxySpec) error {
 	}
 	p, _ := strconv.Atoi(port)
 	me := nodes[s.Node]
-	lists := feed.Build(feed.Options{
+	fo := feed.Options{
 		Namespace: node.Namespace, Users: len(users), User: func(i int) string { return users[i] },
 		Nodes: nodes, Place: func(i int) int { return i }, Local: me.Name, PodIP: host, PodPort: int32(p),
-	})
+	}
+	if s.Crowd > 0 {
+		fo.Users, fo.User, fo.Place = s.Crowd, crowdUser, func(int) int { return s.Node }
+	}
+	lists := feed.Build(fo)
+	no := node.Options{Name: me.Name, JWKS: s.JWKS, PeerPort: s.PeerPort}
+	if s.Crowd > 0 {
+		hs, cleanup, err := podHandshaker(ctx, lists)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		no.Handshaker = hs
+	}
 	idx, err := informer.New(lists.Informer(informer.Options{Namespace: node.Namespace, NodeName: me.Name}))
 	if err != nil {
 		return fmt.Errorf("build index: %w", err)
@@ -208,7 +267,8 @@ func serveProxy(ctx context.Context, s proxySpec) error {
 	if err := idx.WaitForSync(ctx); err != nil {
 		return err
 	}
-	px, err := node.New(node.Options{Name: me.Name, Index: idx, JWKS: s.JWKS, PeerPort: s.PeerPort})
+	no.Index = idx
+	px, err := node.New(no)
 	if err != nil {
 		return err
 	}
@@ -228,4 +288,40 @@ func serveProxy(ctx context.Context, s proxySpec) error {
 	waitParent()
 	stop()
 	return <-done
+}
+
+// Each pod's log holds logLinesBefore request-log lines, the launch line,
+// then logLinesAfter more.
+const logLinesBefore, logLinesAfter = 200, 800
+
+// crowdUser names user i of the many-users run.
+func crowdUser(i int) string { return fmt.Sprintf("crowd%03d", i) }
+
+// podHandshaker writes the CRI log of every pod lists feeds into a fresh
+// log root, as the kubelet would hold them, and returns the real
+// Handshaker over it and how to remove it.
+func podHandshaker(ctx context.Context, lists *feed.Lists) (*handshake.Handshaker, func(), error) {
+	pods, err := lists.Pods.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list fed pods: %w", err)
+	}
+	root, err := os.MkdirTemp("", "sandgate-bench-pods-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("make log root: %w", err)
+	}
+	for _, p := range pods.Items {
+		c := p.Spec.Containers[0]
+		addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(int(c.Ports[0].ContainerPort)))
+		pod := podlogs.Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Container: c.Name, Addr: addr}
+		if err := podlogs.Write(root, pod, logLinesBefore, logLinesAfter); err != nil {
+			os.RemoveAll(root)
+			return nil, nil, err
+		}
+	}
+	hs, err := handshake.New(handshake.Options{LogRoot: root})
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, nil, fmt.Errorf("build handshaker: %w", err)
+	}
+	return hs, func() { hs.Close(); os.RemoveAll(root) }, nil
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -23,8 +27,26 @@ var cluster *controlplane.ControlPlane
 
 func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
 
-// build renders a kustomization with the kubectl the tools module builds.
+// renders caches each kustomization's output: every test renders every
+// variant, and kubectl kustomize is the slow part.
+var renders sync.Map
+
+// build renders a kustomization with the kubectl the tools module builds;
+// the objects are the caller's own copies.
 func build(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, ok := renders.Load(dir)
+	if !ok {
+		out, _ = renders.LoadOrStore(dir, kustomize(t, dir))
+	}
+	var objs []*unstructured.Unstructured
+	for _, obj := range out.([]*unstructured.Unstructured) {
+		objs = append(objs, obj.DeepCopy())
+	}
+	return objs
+}
+
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
 	bins, err := controlplane.FindBinaries(os.Getenv("KUBEBUILDER_ASSETS"), controlplane.DefaultCacheDir(os.Getenv))
 	if err != nil || bins.Kubectl == "" {
@@ -66,6 +88,52 @@ func newApplier(t *testing.T) *applier {
 	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
 }
 
+// installMonitoringCRDs installs the Prometheus Operator's ServiceMonitor
+// and PrometheusRule CRDs (manifests/monitoring/crds, which no
+// kustomization ships), so that the monitoring pack is dry-run against
+// their schemas, and waits until the API server serves them.
+func (a *applier) installMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("monitoring", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in monitoring/crds: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := controlplane.DecodeManifests(data)
+		if err != nil {
+			t.Fatalf("decode %s: %v", f, err)
+		}
+		for _, obj := range objs {
+			if err := a.apply(t, obj, false); err != nil {
+				t.Fatalf("install %s: %v", f, err)
+			}
+		}
+	}
+	served := func() bool {
+		for _, kind := range []string{"PrometheusRule", "ServiceMonitor"} {
+			if _, err := a.mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1"); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	for ctx := t.Context(); ; {
+		a.mapper.Reset()
+		if served() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the API server never served monitoring.coreos.com/v1")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (a *applier) apply(t *testing.T, obj *unstructured.Unstructured, dryRun bool) error {
 	t.Helper()
 	gvk := obj.GroupVersionKind()
@@ -92,6 +160,7 @@ func TestEveryKustomizationBuildsAndAppliesByDryRun(t *testing.T) {
 			t.Fatalf("apply namespace: %v", err)
 		}
 	}
+	a.installMonitoringCRDs(t)
 	for _, dir := range kustomizationDirs(t) {
 		t.Run(dir, func(t *testing.T) {
 			objs := build(t, dir)

@@ -50,6 +50,9 @@ type Lists struct {
 // Token is user's bearer token, whose hash the claim carries.
 func Token(user string) string { return "bench-token-" + user }
 
+// ClaimUID is the metadata.uid of user's claim, which session ids carry.
+func ClaimUID(user string) string { return "bench-claim-" + user }
+
 // Build creates the objects of o.
 func Build(o Options) *Lists {
 	claims := &extensions.SandboxClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]extensions.SandboxClaim, 0, o.Users)}
@@ -71,7 +74,7 @@ func Build(o Options) *Lists {
 		h := account.HashToken(Token(user))
 		claims.Items = append(claims.Items, extensions.SandboxClaim{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: account.ClaimName(informer.DefaultClaimPrefix, user), Namespace: o.Namespace, ResourceVersion: "1",
+				Name: account.ClaimName(informer.DefaultClaimPrefix, user), Namespace: o.Namespace, ResourceVersion: "1", UID: types.UID(ClaimUID(user)),
 				Labels:      map[string]string{account.LabelManagedBy: account.ManagedByValue, account.LabelUser: user},
 				Annotations: map[string]string{account.AnnotationTokenHash: hex.EncodeToString(h[:]), account.AnnotationSessionEpoch: "1"},
 			},

@@ -8,14 +8,12 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/bench/load"
-	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 )
@@ -44,11 +42,6 @@ type Result struct {
 	SuspendLag load.Latency `json:"suspend_lag"`
 	// Startup is how long the control plane and platform took to start.
 	Startup time.Duration `json:"startup_ns"`
-}
-
-// account is a signed-up user.
-type account struct {
-	user, cookie string
 }
 
 // client is the browser and API client of every account.
@@ -88,77 +81,6 @@ func Run(ctx context.Context) (Result, error) {
 	}
 	r.WakeOverhead, r.SuspendLag, err = p.wakeAndIdle(ctx, accounts, wakes)
 	return r, err
-}
-
-// signups signs Signups users up at once against the auth API.
-func (p *platform) signups(ctx context.Context, r *Result) ([]account, error) {
-	accounts := make([]account, Signups)
-	took := make([]time.Duration, Signups)
-	began := make([]time.Time, Signups)
-	codes := make([]int, Signups)
-	errs := make([]error, Signups)
-	var wg sync.WaitGroup
-	for i := range Signups {
-		wg.Go(func() {
-			user := fmt.Sprintf("user%03d", i)
-			t0 := time.Now()
-			began[i] = t0
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.authURL+"/users", strings.NewReader(`{"user":"`+user+`"}`))
-			req.Host = Host
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			took[i], codes[i] = time.Since(t0), resp.StatusCode
-			accounts[i].user = user
-			for _, c := range resp.Cookies() {
-				if c.Name == authapi.DefaultCookieName {
-					accounts[i].cookie = c.Name + "=" + c.Value
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var created []time.Duration
-	for i := range Signups {
-		switch {
-		case errs[i] != nil:
-			return nil, fmt.Errorf("signup %d: %w", i, errs[i])
-		case codes[i] == http.StatusCreated:
-			created = append(created, took[i])
-		case codes[i] != http.StatusAccepted:
-			return nil, fmt.Errorf("signup %d: status %d", i, codes[i])
-		}
-		if accounts[i].cookie == "" {
-			return nil, fmt.Errorf("signup %d: no session cookie", i)
-		}
-	}
-	r.Created = len(created)
-	r.Signup = load.Summarise(created)
-	r.Answered = load.Summarise(took)
-	// A 201 means Ready at answer time; the others are watched until
-	// Ready (best effort: the sweeper may suspend an idle one first).
-	var pending []account
-	ready := make([]time.Duration, 0, Signups)
-	for i, a := range accounts {
-		if codes[i] == http.StatusCreated {
-			ready = append(ready, took[i])
-		} else {
-			pending = append(pending, a)
-		}
-	}
-	seen := p.readySince(ctx, pending)
-	for i, a := range accounts {
-		if t, ok := seen[a.user]; ok {
-			ready = append(ready, t.Sub(began[i]))
-		}
-	}
-	r.Ready = load.Summarise(ready)
-	return accounts, nil
 }
 
 // readySince polls the claims every 20ms for up to a minute until every

@@ -3,6 +3,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -17,8 +18,17 @@ type Target struct {
 	Host string `json:"host"`
 	// Cookie, when set, is sent as the whole Cookie header.
 	Cookie string `json:"cookie,omitempty"`
+	// Sessions, when set, replace Path and Cookie: each request is sent
+	// as one of them, picked at random.
+	Sessions []Session `json:"sessions,omitempty"`
 	// Size is the body length every answer must have.
 	Size int `json:"size"`
+}
+
+// Session is one user's session: the path it requests and its Cookie.
+type Session struct {
+	Path   string `json:"path"`
+	Cookie string `json:"cookie"`
 }
 
 // Options shape one load run.
@@ -65,6 +75,7 @@ func Run(ctx context.Context, o Options) Result {
 	for i := range workers {
 		w := &workers[i]
 		w.c, w.t = c, o.Target
+		w.pick = rand.New(rand.NewPCG(uint64(i), 23))
 		if o.Rate > 0 {
 			interval := time.Duration(float64(o.Conns) / o.Rate * float64(time.Second))
 			first := time.Now().Add(interval * time.Duration(i) / time.Duration(o.Conns))
@@ -94,6 +105,7 @@ func Run(ctx context.Context, o Options) Result {
 type worker struct {
 	c        *fasthttp.HostClient
 	t        Target
+	pick     *rand.Rand
 	samples  []time.Duration
 	ok       int // successful requests, warm-up included
 	errors   int
@@ -146,11 +158,19 @@ func (w *worker) request() (*fasthttp.Request, *fasthttp.Response) {
 	return req, resp
 }
 
-// do sends one request and checks the answer's status and size.
+// do sends one request, as a random session when the target has them,
+// and checks the answer's status and size.
 func (w *worker) do(req *fasthttp.Request, resp *fasthttp.Response) bool {
+	if n := len(w.t.Sessions); n > 0 {
+		s := w.t.Sessions[w.pick.IntN(n)]
+		req.SetRequestURI(s.Path)
+		// Set adds to the request's cookies; the last session's must go.
+		req.Header.DelAllCookies()
+		req.Header.Set("Cookie", s.Cookie)
+	}
 	err := w.c.Do(req, resp)
 	if err == nil && (resp.StatusCode() != fasthttp.StatusOK || len(resp.Body()) != w.t.Size) {
-		err = fmt.Errorf("status %d with %d bytes, want 200 with %d", resp.StatusCode(), len(resp.Body()), w.t.Size)
+		err = fmt.Errorf("status %d with %d bytes (%.64q), want 200 with %d", resp.StatusCode(), len(resp.Body()), resp.Body(), w.t.Size)
 	}
 	if err != nil {
 		w.errors++

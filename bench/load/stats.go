@@ -16,12 +16,14 @@ type Latency struct {
 	Max time.Duration `json:"max_ns"`
 }
 
-// Summarise sorts samples and returns their percentiles.
+// Summarise returns the percentiles of samples. It sorts a copy: callers
+// pair samples with other slices by index after summarising them.
 func Summarise(samples []time.Duration) Latency {
 	if len(samples) == 0 {
 		return Latency{}
 	}
-	slices.Sort(samples)
-	at := func(q float64) time.Duration { return samples[min(len(samples)-1, int(q*float64(len(samples))))] }
-	return Latency{N: len(samples), P50: at(0.50), P99: at(0.99), Max: samples[len(samples)-1]}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return Latency{N: len(s), P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
 }

@@ -2,8 +2,8 @@
 // the bench's fed informer caches: the production nodeproxy.Proxy with a
 // real informer.Index, a real cached JWT verifier, an activity tracker,
 // metrics on a private registry and the access log as JSON to io.Discard.
-// Only the handshake is a warm cache stand-in (the launch-token exchange
-// happens once per pod and is not on the measured path).
+// The handshake is the real Handshaker when Options give one, and
+// otherwise a warm cache stand-in.
 package node
 
 import (
@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sandgate/sandgate/bench/feed"
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
@@ -55,9 +57,9 @@ func NewKeys() (*Keys, error) {
 }
 
 // Session returns a session token for user at epoch 1, the epoch feed's
-// claims carry.
+// claims carry, bound to user's claim UID.
 func (k *Keys) Session(user string) (string, error) {
-	tok, err := k.signer.Sign(jwt.Claims{User: user, Epoch: 1})
+	tok, err := k.signer.Sign(jwt.Claims{User: user, SessionID: account.NewSessionID(feed.ClaimUID(user)), Epoch: 1})
 	if err != nil {
 		return "", fmt.Errorf("sign session: %w", err)
 	}
@@ -76,6 +78,8 @@ type Options struct {
 	PeerPort int
 	// Registerer receives the proxy's metrics; nil uses a fresh registry.
 	Registerer prometheus.Registerer
+	// Handshaker gets the apps' cookies; nil answers from a warm cache.
+	Handshaker nodeproxy.Handshaker
 }
 
 // New builds the node proxy. Per-user limits are lifted, since the bench
@@ -93,8 +97,12 @@ func New(o Options) (*nodeproxy.Proxy, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	var hs nodeproxy.Handshaker = warmHandshake{}
+	if o.Handshaker != nil {
+		hs = o.Handshaker
+	}
 	p, err := nodeproxy.New(nodeproxy.Options{
-		NodeName: o.Name, Directory: o.Index, Verifier: ver, Handshaker: warmHandshake{}, Peers: o.Index,
+		NodeName: o.Name, Directory: o.Index, Verifier: ver, Handshaker: hs, Peers: o.Index,
 		AuthAPI: "http://127.0.0.1:1", PeerPort: o.PeerPort,
 		Activity: activity.New(activity.Options{}), Namespace: Namespace,
 		MaxInFlightPerUser: 1 << 20, Registerer: reg,

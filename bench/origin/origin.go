@@ -1,7 +1,7 @@
 // Package origin is the bench's upstream app: the physical limit the node
 // proxy is measured against. It answers fixed-size bodies, an SSE stream
-// whose events carry their send time, and a WebSocket echo, all from
-// fasthttp with nothing else on the path.
+// whose events carry their send time, a WebSocket echo and the
+// launch-token exchange, all from fasthttp with nothing else on the path.
 package origin
 
 import (
@@ -14,6 +14,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/bench/podlogs"
 )
 
 // Paths the origin serves.
@@ -63,6 +65,8 @@ func (o *origin) serve(ctx *fasthttp.RequestCtx) {
 		ctx.SetBody(body)
 	case path == EventsPath:
 		o.events(ctx)
+	case path == "/":
+		o.exchange(ctx)
 	case path == WSPath:
 		if err := o.up.Upgrade(ctx, echo); err != nil {
 			ctx.Error("upgrade failed", fasthttp.StatusBadRequest)
@@ -70,6 +74,17 @@ func (o *origin) serve(ctx *fasthttp.RequestCtx) {
 	default:
 		ctx.Error("not found", fasthttp.StatusNotFound)
 	}
+}
+
+// exchange answers the launch-token exchange of the bench's pods.
+func (o *origin) exchange(ctx *fasthttp.RequestCtx) {
+	c, ok := podlogs.Exchange(string(ctx.QueryArgs().Peek("token")))
+	if !ok {
+		ctx.Error("unknown token", fasthttp.StatusUnauthorized)
+		return
+	}
+	ctx.Response.Header.Set("Set-Cookie", c)
+	ctx.Redirect("/", fasthttp.StatusSeeOther)
 }
 
 // events streams the SSE events ?n and ?every ask for.

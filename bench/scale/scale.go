@@ -17,19 +17,31 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 )
 
-// Nodes is how many nodes the fed cluster has; this proxy's node runs
-// 1/Nodes of the sandboxes, so it caches that many pods.
+// Nodes is how many nodes the scale table's fed cluster has; the proxy's
+// node runs 1/Nodes of the sandboxes.
 const Nodes = 50
+
+// Options shape one scale measurement.
+type Options struct {
+	// Users is how many accounts exist; their Sandboxes are spread round
+	// robin over Nodes nodes, and the proxy runs on the first.
+	Users int    `json:"users"`
+	Nodes int    `json:"nodes"`
+	JWKS  []byte `json:"jwks"`
+}
 
 // Result is one scale measurement.
 type Result struct {
 	Users int `json:"users"`
-	// Pods is how many pods run on this node (and are cached).
+	Nodes int `json:"nodes"`
+	// Pods counts the users the running Index routes to a pod on this
+	// node, read back from its cache.
 	Pods int `json:"pods"`
 	// Sync is from starting the informers until every one has synced.
 	Sync time.Duration `json:"sync_ns"`
-	// BaseRSS is the process's RSS with an empty node proxy built;
-	// RSS once the caches hold every account and the fed lists are freed.
+	// BaseRSS is the process's RSS with a node proxy built and synced
+	// over empty caches; RSS once a second one's caches hold every
+	// account and the fed lists are freed.
 	BaseRSS int64 `json:"base_rss"`
 	RSS     int64 `json:"rss"`
 	// HeapPerUser is the live heap the caches take per account.
@@ -38,71 +50,119 @@ type Result struct {
 	Lookup time.Duration `json:"lookup_ns"`
 }
 
-// Run feeds users accounts to a node proxy's Index and measures it.
-func Run(ctx context.Context, users int, jwks []byte) (Result, error) {
-	r := Result{Users: users}
-	name := func(i int) string { return fmt.Sprintf("user%07d", i) }
-	nodes := make([]feed.Node, Nodes)
+// Run feeds o.Users accounts to a node proxy's Index and measures it.
+func Run(ctx context.Context, o Options) (Result, error) {
+	r := Result{Users: o.Users, Nodes: o.Nodes}
+	nodes := make([]feed.Node, o.Nodes)
 	for i := range nodes {
-		nodes[i] = feed.Node{Name: fmt.Sprintf("node-%02d", i), IP: fmt.Sprintf("10.0.%d.1", i)}
+		nodes[i] = feed.Node{Name: fmt.Sprintf("node-%02d", i), IP: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
 	}
-	runtime.GC()
-	debug.FreeOSMemory()
-	var err error
-	if r.BaseRSS, err = procstat.RSS(0); err != nil {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	empty, err := start(ctx, o, nodes, 0)
+	if err != nil {
+		return r, fmt.Errorf("empty proxy: %w", err)
+	}
+	defer empty.wait()
+	if r.BaseRSS, err = settledRSS(); err != nil {
 		return r, err
 	}
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 
+	full, err := start(ctx, o, nodes, o.Users)
+	if err != nil {
+		return r, err
+	}
+	defer full.wait()
+	r.Sync = full.sync
+	if r.RSS, err = settledRSS(); err != nil {
+		return r, err
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	r.HeapPerUser = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(o.Users)
+	if r.Lookup, err = lookupTime(full.idx, o.Users); err != nil {
+		return r, err
+	}
+	r.Pods, err = localPods(full.idx, o.Users)
+	stop()
+	return r, err
+}
+
+// proxy is a running Index with a node proxy built on it.
+type proxy struct {
+	idx  *informer.Index
+	sync time.Duration
+	done chan error
+}
+
+// wait waits for the Index to stop once Run's context ends.
+func (p *proxy) wait() { <-p.done }
+
+// start builds a node proxy over users fed accounts, runs its Index until
+// synced and frees the fed lists.
+func start(ctx context.Context, o Options, nodes []feed.Node, users int) (*proxy, error) {
 	lists := feed.Build(feed.Options{
-		Namespace: node.Namespace, Users: users, User: name, Nodes: nodes,
-		Place: func(i int) int { return i % Nodes }, Local: nodes[0].Name, PodIP: "10.0.0.10", PodPort: 3080,
+		Namespace: node.Namespace, Users: users, User: userName, Nodes: nodes,
+		Place: func(i int) int { return i % len(nodes) }, Local: nodes[0].Name, PodIP: "10.0.0.10", PodPort: 3080,
 	})
 	idx, err := informer.New(lists.Informer(informer.Options{Namespace: node.Namespace, NodeName: nodes[0].Name}))
 	if err != nil {
-		return r, fmt.Errorf("build index: %w", err)
+		return nil, fmt.Errorf("build index: %w", err)
 	}
-	if _, err := node.New(node.Options{Name: nodes[0].Name, Index: idx, JWKS: jwks, PeerPort: 8080}); err != nil {
-		return r, err
+	if _, err := node.New(node.Options{Name: nodes[0].Name, Index: idx, JWKS: o.JWKS, PeerPort: 8080}); err != nil {
+		return nil, err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() { done <- idx.Run(runCtx) }()
+	p := &proxy{idx: idx, done: make(chan error, 1)}
+	began := time.Now()
+	go func() { p.done <- idx.Run(ctx) }()
 	if err := idx.WaitForSync(ctx); err != nil {
-		return r, err
+		return nil, fmt.Errorf("sync index: %w", err)
 	}
-	r.Sync = time.Since(start)
+	p.sync = time.Since(began)
 	lists.Drop()
+	return p, nil
+}
+
+// userName names user i.
+func userName(i int) string { return fmt.Sprintf("user%07d", i) }
+
+// settledRSS is this process's RSS after a GC that returns freed memory.
+func settledRSS() (int64, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
-	var after runtime.MemStats
-	runtime.ReadMemStats(&after)
-	r.HeapPerUser = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(users)
-	if r.RSS, err = procstat.RSS(0); err != nil {
-		return r, err
-	}
+	return procstat.RSS(0)
+}
 
+// lookupTime is the mean time of one Lookup over a spread of users.
+func lookupTime(idx *informer.Index, users int) (time.Duration, error) {
 	const lookups = 1 << 20
-	names := make([]string, 4096)
+	names := make([]string, min(4096, users))
 	for i := range names {
-		names[i] = name((i * 7919) % users)
+		names[i] = userName((i * 7919) % users)
 	}
-	start = time.Now()
+	began := time.Now()
 	for i := range lookups {
 		e, err := idx.Lookup(names[i%len(names)])
 		if err != nil || e.Route.State != informer.StateReady {
-			return r, fmt.Errorf("lookup %s: %+v %w", names[i%len(names)], e.Route, err)
-		}
-		if e.Route.Local {
-			r.Pods++
+			return 0, fmt.Errorf("lookup %s: %+v %w", names[i%len(names)], e.Route, err)
 		}
 	}
-	r.Lookup = time.Since(start) / lookups
-	r.Pods = (users + Nodes - 1) / Nodes
-	stop()
-	<-done
-	return r, nil
+	return time.Since(began) / lookups, nil
+}
+
+// localPods counts the users idx routes to a pod on its own node.
+func localPods(idx *informer.Index, users int) (int, error) {
+	n := 0
+	for i := range users {
+		e, err := idx.Lookup(userName(i))
+		if err != nil {
+			return n, fmt.Errorf("lookup %s: %w", userName(i), err)
+		}
+		if e.Route.Local {
+			n++
+		}
+	}
+	return n, nil
 }

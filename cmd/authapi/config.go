@@ -38,7 +38,10 @@ type config struct {
 	AuthProxyHeader                   string
 	InternalAudience                  string
 	AllowedServiceAccounts            string
-	TokenReviewCacheTTL, FlashTTL     time.Duration
+	TokenReviewCacheTTL               time.Duration
+	SignupBudget                      int
+	InternalReviewLimit               int
+	InternalReviewBudget              int
 	ShutdownTimeout                   time.Duration
 	LogLevel                          string
 	IdleTimeout, ReportInterval       time.Duration
@@ -64,8 +67,9 @@ func defaults() config {
 		WakeTimeout: authapi.DefaultWakeTimeout, CookieSecure: true,
 		RateLimit: 30, RateWindow: authapi.DefaultRateWindow, MaxBodyMB: 1,
 		InternalAudience:       authapi.DefaultInternalAudience,
-		AllowedServiceAccounts: "system:serviceaccount:sandgate:nodeproxy",
-		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL, FlashTTL: authapi.DefaultFlashTTL,
+		AllowedServiceAccounts: "system:serviceaccount:sandgate-node:nodeproxy",
+		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL,
+		SignupBudget:           authapi.DefaultSignupBudget, InternalReviewLimit: authapi.DefaultInternalReviewLimit, InternalReviewBudget: authapi.DefaultInternalReviewBudget,
 		ShutdownTimeout: 20 * time.Second, LogLevel: "info",
 		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
 		EntryCodeTTL:  authapi.DefaultEntryCodeTTL,
@@ -99,7 +103,7 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
 		settings.Var("auth-rate-limit", "AUTH_RATE_LIMIT", "signup and login requests per client per window; 0 disables", settings.Int(&c.RateLimit)),
 		settings.Var("auth-rate-window", "AUTH_RATE_WINDOW", "rate limit window (seconds or duration)", settings.Duration(&c.RateWindow)),
-		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs of proxies whose rightmost X-Forwarded-For names the client", settings.String(&c.TrustedProxies)),
+		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs of proxies X-Forwarded-For is walked through from the right: the first address outside them is the client", settings.String(&c.TrustedProxies)),
 		settings.Var("signup-invite-code", "SIGNUP_INVITE_CODE", "invite code every signup must send; empty allows open signup", settings.String(&c.InviteCode)),
 		settings.Var("signup-invite-code-file", "SIGNUP_INVITE_CODE_FILE", "file holding the invite code (instead of SIGNUP_INVITE_CODE)", settings.String(&c.InviteCodeFile)),
 		settings.Var("max-body-mb", "MAX_BODY_MB", "request body limit in MiB", settings.Int(&c.MaxBodyMB)),
@@ -107,7 +111,9 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("internal-audience", "INTERNAL_AUDIENCE", "audience internal callers' ServiceAccount tokens must carry", settings.String(&c.InternalAudience)),
 		settings.Var("internal-allowed-service-accounts", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "comma-separated ServiceAccount usernames allowed on /internal/", settings.String(&c.AllowedServiceAccounts)),
 		settings.Var("token-review-cache-ttl", "TOKEN_REVIEW_CACHE_TTL", "how long a TokenReview result is reused", settings.Duration(&c.TokenReviewCacheTTL)),
-		settings.Var("flash-ttl", "FLASH_TTL", "how long the new-token flash cookie lives", settings.Duration(&c.FlashTTL)),
+		settings.Var("signup-budget", "SIGNUP_BUDGET", "signups all clients together may start per minute (per replica)", settings.Int(&c.SignupBudget)),
+		settings.Var("internal-review-limit", "INTERNAL_REVIEW_LIMIT", "TokenReviews of unknown internal tokens one client may cause per minute", settings.Int(&c.InternalReviewLimit)),
+		settings.Var("internal-review-budget", "INTERNAL_REVIEW_BUDGET", "TokenReviews of unknown internal tokens all clients together may cause per minute", settings.Int(&c.InternalReviewBudget)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", settings.Duration(&c.ShutdownTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
 		settings.Var("idle-timeout", "IDLE_TIMEOUT", "suspend a managed sandbox after this long without activity or open work", settings.Duration(&c.IdleTimeout)),
@@ -184,7 +190,7 @@ func (c config) validate() error {
 		bad("KEY_ROTATION_INTERVAL %v must be at least 1m and twice KEY_PUBLISH_DELAY %v", c.KeyRotationInterval, c.KeyPublishDelay)
 	}
 	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "REPORT_INTERVAL": c.ReportInterval, "AUTH_RATE_WINDOW": c.RateWindow,
-		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "FLASH_TTL": c.FlashTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
+		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
 		if d <= 0 {
 			bad("%s %v must be positive", name, d)
 		}

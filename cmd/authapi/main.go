@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/buildinfo"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/sweeper"
@@ -41,13 +43,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
 	}
 	c, err := load(args, getenv, stdout)
-	return settings.Serve("authapi", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error { return serve(ctx, c, log) })
+	stderr = &lineWriter{w: stderr}
+	return settings.Serve("authapi", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error {
+		return serve(ctx, c, log, auditLogger(stderr))
+	})
+}
+
+// auditLogger writes the audit events (docs/audit.md) to the log stream,
+// at Info whatever LOG_LEVEL says: a log pipeline routes them apart by
+// their log=audit attribute.
+func auditLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// lineWriter lets the main and the audit logger share one stream: each
+// writes a whole line per Write, and lines never interleave.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // serve wires the auth API and runs it until ctx ends, then shuts down
 // gracefully: readiness drops, listeners stop accepting, requests in flight
 // get SHUTDOWN_TIMEOUT to finish.
-func serve(ctx context.Context, c config, log *slog.Logger) error {
+func serve(ctx context.Context, c config, log, audit *slog.Logger) error {
 	kube, sb, err := sandboxapi.NewClients(c.Kubeconfig, "sandgate-authapi")
 	if err != nil {
 		return err
@@ -59,6 +84,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	proxies, _ := c.trustedProxies() // validated
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "authapi"); err != nil {
+		return err
+	}
 
 	// Bind every listener before anything reports ready; the internal one's
 	// address is where other replicas forward activity reports.
@@ -88,14 +116,15 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		Leases: kube.CoordinationV1(), Identity: sweeper.Identity(podName(c.PodName), reportAddr(c.PodIP, lns[internalAddr].Addr())),
 		IdleTimeout: c.IdleTimeout, ReportInterval: c.ReportInterval, CountOpenConnections: c.IdleCountsOpenConnections,
 		LeaseDuration: c.LeaseDuration, RenewDeadline: c.RenewDeadline, RetryPeriod: c.RetryPeriod,
-		Logger: log, Registerer: reg,
+		Pods: kube.CoreV1().Pods(c.Namespace), Events: kube.CoreV1().Events(c.Namespace),
+		Logger: log, Audit: audit, Registerer: reg,
 	})
 	if err != nil {
 		closeAll()
 		return err
 	}
 	srv, err := authapi.New(authapi.Options{
-		Logger: log, Metrics: authapi.NewMetrics(reg), Kube: kube, Sandboxes: sb,
+		Logger: log, Audit: audit, Replica: podName(c.PodName), Metrics: authapi.NewMetrics(reg), Kube: kube, Sandboxes: sb,
 		Namespace: c.Namespace, ClaimPrefix: c.ClaimPrefix, WarmPool: c.WarmPool, SigningSecret: c.SigningSecret,
 		Issuer: c.Issuer, Audience: c.Audience, SessionTTL: c.SessionTTL,
 		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
@@ -103,7 +132,8 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		RateLimit: c.RateLimit, RateWindow: c.RateWindow, TrustedProxies: proxies, InviteCode: invite,
 		MaxBodyBytes: int64(c.MaxBodyMB) << 20, AuthProxyHeader: c.AuthProxyHeader,
 		InternalAudience: c.InternalAudience, AllowedServiceAccounts: settings.SplitList(c.AllowedServiceAccounts),
-		TokenReviewCacheTTL: c.TokenReviewCacheTTL, FlashTTL: c.FlashTTL, Activity: sw,
+		TokenReviewCacheTTL: c.TokenReviewCacheTTL, Activity: sw,
+		SignupBudget: c.SignupBudget, InternalReviewLimit: c.InternalReviewLimit, InternalReviewBudget: c.InternalReviewBudget,
 		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, OriginCookieName: c.OriginCookieName,
 		EntryCodeTTL: c.EntryCodeTTL,
 	})

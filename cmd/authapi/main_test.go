@@ -218,7 +218,7 @@ func TestServeAndShutDown(t *testing.T) {
 	go func() {
 		done <- run(ctx, nil, env(map[string]string{
 			"KUBECONFIG": kubeconfig, "NAMESPACE": ns, "LISTEN_ADDR": pub, "OPS_ADDR": ops,
-			"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1",
+			"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "POD_NAME": "authapi-test",
 		}), strings.NewReader(""), &bytes.Buffer{}, logs)
 	}()
 	get := func(url string) int {
@@ -242,6 +242,9 @@ func TestServeAndShutDown(t *testing.T) {
 			t.Errorf("public %s: %d, want %d", path, got, want)
 		}
 	}
+	if resp, err := http.Post("http://"+pub+"/login", "application/json", strings.NewReader(`{"user":"alice","token":"x"}`)); err == nil {
+		resp.Body.Close()
+	}
 	for path, want := range map[string]int{"/healthz": 200, "/metrics": 200} {
 		if got := get("http://" + ops + path); got != want {
 			t.Errorf("ops %s: %d, want %d", path, got, want)
@@ -255,6 +258,9 @@ func TestServeAndShutDown(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no shutdown within 30s")
+	}
+	if !strings.Contains(logs.String(), `"msg":"audit","log":"audit","replica":"authapi-test","action":"login","user":"alice"`) {
+		t.Errorf("no audit event of the login on stderr:\n%s", logs.String())
 	}
 	if !strings.Contains(logs.String(), `"msg":"shutting down"`) {
 		t.Errorf("no shutdown log:\n%s", logs.String())

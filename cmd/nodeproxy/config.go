@@ -31,6 +31,8 @@ type config struct {
 	AppContainer              string
 	AppPort                   int
 	AuthAPIURL, JWKSURL       string
+	AuthAPIInternalURL        string
+	AuthProxyHeader           string
 	Issuer, Audience          string
 	JWKSRefresh               time.Duration
 	SATokenFile               string
@@ -42,6 +44,7 @@ type config struct {
 	AllowInsecure             bool
 	CookieMaxAge              time.Duration
 	PeerPort                  int
+	HopKeyFile                string
 	TrustedProxies            string
 	MaxBodyMB                 int
 	BufferBodyKB              int
@@ -107,6 +110,7 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("app-container", "APP_CONTAINER", "the agent app's container in a sandbox pod; empty means the first", settings.String(&c.AppContainer)),
 		settings.Var("app-port", "APP_PORT", "the agent app's port when its container declares none", settings.Int(&c.AppPort)),
 		settings.Var("authapi-url", "AUTHAPI_URL", "auth API base URL: paths outside /u/ go there, and session renewals", settings.String(&c.AuthAPIURL)),
+		settings.Var("authapi-internal-url", "AUTHAPI_INTERNAL_URL", "auth API base URL for its /internal/ endpoints (session renewal, wake, activity, entry-code redemption), its INTERNAL_ADDR listener; empty means AUTHAPI_URL", settings.String(&c.AuthAPIInternalURL)),
 		settings.Var("jwks-url", "JWKS_URL", "JWKS of the session signing keys; empty means <AUTHAPI_URL>/.well-known/jwks.json", settings.String(&c.JWKSURL)),
 		settings.Var("issuer", "ISSUER", "required iss of session tokens", settings.String(&c.Issuer)),
 		settings.Var("audience", "AUDIENCE", "required aud of session tokens", settings.String(&c.Audience)),
@@ -121,7 +125,9 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("allow-insecure-cookies", "ALLOW_INSECURE_COOKIES", "permit COOKIE_SECURE=false (local plain-HTTP demo only)", settings.Bool(&c.AllowInsecure)),
 		settings.Var("cookie-max-age", "COOKIE_MAX_AGE", "session length from login; older sessions are not renewed", settings.Duration(&c.CookieMaxAge)),
 		settings.Var("peer-port", "PEER_PORT", "port of the other nodes' proxies; 0 means this proxy's listen port", settings.Int(&c.PeerPort)),
+		settings.Var("hop-key-file", "HOP_KEY_FILE", "key shared by every node proxy (at least 32 bytes; read at start) that authenticates hops: only a hop whose HMAC proof verifies has its forwarded headers trusted; empty trusts hops by node address (set it in production)", settings.String(&c.HopKeyFile)),
 		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs whose X-Forwarded-For/Proto/Host are kept (ingress, TLS terminator)", settings.String(&c.TrustedProxies)),
+		settings.Var("auth-proxy-header", "AUTH_PROXY_HEADER", "the auth API's SSO user header (keep equal to the auth API's): only TRUSTED_PROXIES may send it, and it never reaches an app", settings.String(&c.AuthProxyHeader)),
 		settings.Var("max-body-mb", "MAX_BODY_MB", "request body limit in MiB (413 past it)", settings.Int(&c.MaxBodyMB)),
 		settings.Var("buffer-body-kb", "BUFFER_BODY_KB", "bodies up to this size are read whole before the app sees the request", settings.Int(&c.BufferBodyKB)),
 		settings.Var("max-in-flight-per-user", "MAX_IN_FLIGHT_PER_USER", "concurrent requests plus WebSockets per user (503 / close 1011 past it)", settings.Int(&c.MaxInFlightPerUser)),
@@ -213,6 +219,9 @@ func (c config) validate() error {
 	if _, err := c.listenPort(); err != nil {
 		errs = append(errs, err)
 	}
+	if u, err := url.Parse(c.authAPIInternalURL()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("AUTHAPI_INTERNAL_URL %q is not an http(s) URL", c.authAPIInternalURL())
+	}
 	if u, err := url.Parse(c.jwksURL()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("JWKS_URL %q is not an http(s) URL", c.jwksURL())
 	}
@@ -236,6 +245,9 @@ func (c config) validate() error {
 		}
 	}
 	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.hopKey(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := settings.Level(c.LogLevel); err != nil {
@@ -275,6 +287,15 @@ func (c config) jwksURL() string {
 		return c.JWKSURL
 	}
 	return strings.TrimSuffix(c.AuthAPIURL, "/") + "/.well-known/jwks.json"
+}
+
+// authAPIInternalURL is AUTHAPI_INTERNAL_URL or AUTHAPI_URL, without a
+// trailing slash.
+func (c config) authAPIInternalURL() string {
+	if c.AuthAPIInternalURL != "" {
+		return strings.TrimSuffix(c.AuthAPIInternalURL, "/")
+	}
+	return strings.TrimSuffix(c.AuthAPIURL, "/")
 }
 
 // listenPort is the port of LISTEN_ADDR, the default PEER_PORT.

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/buildinfo"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -55,6 +55,9 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := buildinfo.Register(reg, "nodeproxy"); err != nil {
+		return err
+	}
 
 	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: c.jwksURL(), RefreshInterval: c.JWKSRefresh, Logger: log})
 	if err != nil {
@@ -65,6 +68,10 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return err
 	}
 	originVerifier, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: c.Issuer, Audience: jwt.OriginAudience(c.Audience), Leeway: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	entryVerifier, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: c.Issuer, Audience: jwt.EntryAudience(c.Audience), Leeway: entryLeeway})
 	if err != nil {
 		return err
 	}
@@ -83,35 +90,32 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	trusted, _ := c.trustedProxies() // validated
 	var saToken func() (string, error)
 	if c.SATokenFile != "" {
 		saToken = nodeproxy.FileToken(c.SATokenFile, time.Minute)
 	}
 	tracker := activity.New(activity.Options{Quiet: min(activity.DefaultQuiet, c.ReportInterval)})
 	reporter, err := activity.NewReporter(activity.ReporterOptions{
-		Tracker: tracker, Node: c.NodeName, URL: strings.TrimSuffix(c.AuthAPIURL, "/") + "/internal/v1/activity",
+		Tracker: tracker, Node: c.NodeName, URL: c.authAPIInternalURL() + "/internal/v1/activity",
 		TokenFile: c.SATokenFile, Interval: c.ReportInterval, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return err
 	}
-	proxy, err := nodeproxy.New(nodeproxy.Options{
-		NodeName: c.NodeName, Directory: idx, Verifier: verifier, Handshaker: hs, Peers: idx,
-		ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
-		AuthAPI:     c.AuthAPIURL, ServiceAccountToken: saToken,
-		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
-		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, PublicOrigin: c.PublicOrigin,
-		OriginVerifier: originVerifier, OriginCookieName: c.OriginCookieName,
-		PeerPort: c.peerPort(), TrustedProxies: trusted,
-		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
-		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),
-		HeaderAllowlist: settings.SplitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
-		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
-		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
-		DrainTimeout: c.ShutdownTimeout, Logger: log, Registerer: reg, Gatherer: reg,
-		Waiter: idx, WakeTimeout: c.WakeTimeout, Activity: tracker, Namespace: c.Namespace,
-	})
+	o := c.proxyOptions()
+	if o.HopKey, err = c.hopKey(); err != nil {
+		return err
+	}
+	if o.HopKey == nil {
+		warnUnauthenticatedHops(log)
+	}
+	o.Directory, o.Verifier, o.OriginVerifier, o.EntryVerifier = idx, verifier, originVerifier, entryVerifier
+	o.Handshaker, o.Peers, o.Waiter = hs, idx, idx
+	o.ReadyChecks = []nodeproxy.ReadyCheck{{Name: "informers", Ready: idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}}
+	o.ServiceAccountToken, o.Activity = saToken, tracker
+	o.JWKSRefreshed = fetcher.LastRefresh
+	o.Logger, o.Registerer, o.Gatherer = log, reg, reg
+	proxy, err := nodeproxy.New(o)
 	if err != nil {
 		return err
 	}
@@ -146,6 +150,31 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 		return proxy.ServeAll(ctx, lns...)
 	})
 	return g.Wait()
+}
+
+// entryLeeway is the auth API's for entry codes: an entry code it would
+// refuse as expired is refused here, without a call.
+const entryLeeway = 2 * time.Second
+
+// proxyOptions is the node proxy's Options as the settings give them,
+// without the parts serve builds (caches, verifiers, handshaker, token,
+// activity, logging, metrics).
+func (c config) proxyOptions() nodeproxy.Options {
+	trusted, _ := c.trustedProxies() // validated
+	return nodeproxy.Options{
+		NodeName: c.NodeName, Namespace: c.Namespace,
+		AuthAPI: c.AuthAPIURL, AuthAPIInternal: c.authAPIInternalURL(), AuthProxyHeader: c.AuthProxyHeader,
+		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
+		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, PublicOrigin: c.PublicOrigin,
+		OriginCookieName: c.OriginCookieName,
+		PeerPort:         c.peerPort(), TrustedProxies: trusted,
+		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
+		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),
+		HeaderAllowlist: settings.SplitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
+		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
+		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
+		DrainTimeout: c.ShutdownTimeout, WakeTimeout: c.WakeTimeout,
+	}
 }
 
 // listen binds the ops listener and the proxy's: plain, then HTTPS when

@@ -115,7 +115,7 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		return err
 	}
 	e := clusterinstall.Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
-		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PoliciesEnforced: c.PolicyEnforcer != ""}
+		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PolicyEnforcer: c.PolicyEnforcer}
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +68,7 @@ const subdomainMainHost = "localhost"
 type nodeRun struct {
 	node, listen, ops, logRoot string
 	kubeconfig, tokenFile      string
+	hopKeyFile                 string
 	authURL                    string
 	routing                    routing
 }
@@ -104,8 +107,9 @@ func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []st
 // nodeproxyEnv is a node proxy's environment: the ConfigMap as the
 // DaemonSet's envFrom gives it, then the overrides the DaemonSet's pod
 // spec and the local run need (NODE_NAME, the node's log root, the
-// projected token file, the auth API address, loopback listeners,
-// plain-HTTP cookies, loopback trusted proxies, the demo's REPORT_INTERVAL).
+// projected token file, the shared hop key, the auth API address, loopback
+// listeners, plain-HTTP cookies, loopback trusted proxies, the demo's
+// REPORT_INTERVAL).
 func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []string {
 	return environ(base, cm, map[string]string{
 		"NAMESPACE":              namespace,
@@ -115,6 +119,7 @@ func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []str
 		"OPS_ADDR":               n.ops,
 		"LOG_ROOT":               n.logRoot,
 		"SA_TOKEN_FILE":          n.tokenFile,
+		"HOP_KEY_FILE":           n.hopKeyFile,
 		"AUTHAPI_URL":            n.authURL,
 		"JWKS_URL":               n.authURL + "/.well-known/jwks.json",
 		"COOKIE_SECURE":          "false",
@@ -328,6 +333,13 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, fmt.Errorf("write node proxy token: %w", err)
 	}
+	// The nodeproxy-hop-key Secret: the node proxies hop to each other.
+	hopKey := make([]byte, 32)
+	rand.Read(hopKey)
+	hopKeyFile := filepath.Join(procDir, "nodeproxy-hop.key")
+	if err := os.WriteFile(hopKeyFile, []byte(hex.EncodeToString(hopKey)), 0o600); err != nil {
+		return nil, fmt.Errorf("write node proxy hop key: %w", err)
+	}
 
 	fmt.Fprintf(stdout, ">> starting %d auth API replicas\n", pc.cfg.authReplicas)
 	var authAddrs []string
@@ -379,7 +391,7 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 		}
 		n := nodeRun{
 			node: node, listen: net.JoinHostPort(ips[i], strconv.Itoa(port)), ops: ops,
-			logRoot: pc.logRoot(node), kubeconfig: kubeconfigs["nodeproxy"], tokenFile: tokenFile,
+			logRoot: pc.logRoot(node), kubeconfig: kubeconfigs["nodeproxy"], tokenFile: tokenFile, hopKeyFile: hopKeyFile,
 			authURL: "http://" + svc.addr(),
 			routing: routing{mode: pc.cfg.routingMode, userDomain: pc.cfg.userDomain,
 				publicOrigin: "http://" + net.JoinHostPort(subdomainMainHost, strconv.Itoa(pc.cfg.httpPort+i))},

@@ -108,7 +108,6 @@ func TestPlatformEnv(t *testing.T) {
 	for k, want := range map[string]string{
 		// From the ConfigMap.
 		"CLAIM_PREFIX": "dsh-", "WARM_POOL": "dsh-pool", "SESSION_TOKEN_TTL": "10m", "INTERNAL_AUDIENCE": "sandgate-authapi",
-		"INTERNAL_ALLOWED_SERVICE_ACCOUNTS": "system:serviceaccount:sandgate:nodeproxy",
 		// Overrides.
 		"NAMESPACE": "sandgate", "KUBECONFIG": "/d/authapi.kubeconfig", "LISTEN_ADDR": "127.0.0.1:4000", "OPS_ADDR": "127.0.0.1:4001",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "127.0.0.0/8", "POD_NAME": "authapi-1",
@@ -130,12 +129,13 @@ func TestPlatformEnv(t *testing.T) {
 
 	n := envMap(t, nodeproxyEnv(base, nodeCM, "sandgate", nodeRun{
 		node: "sim-2", listen: "127.0.1.2:5000", ops: "127.0.0.1:5001", logRoot: "/d/logs/sim-2",
-		kubeconfig: "/d/nodeproxy.kubeconfig", tokenFile: "/d/nodeproxy.token", authURL: "http://127.0.0.1:6000",
+		kubeconfig: "/d/nodeproxy.kubeconfig", tokenFile: "/d/nodeproxy.token", hopKeyFile: "/d/nodeproxy-hop.key",
+		authURL: "http://127.0.0.1:6000",
 	}))
 	for k, want := range map[string]string{
 		"CLAIM_PREFIX": "dsh-", "MAX_IN_FLIGHT_PER_USER": "32", "WS_MAX_MESSAGE_BYTES": "16777216", "DSH_LOG_TAIL_LINES": "1000",
 		"NODE_NAME": "sim-2", "LISTEN_ADDR": "127.0.1.2:5000", "OPS_ADDR": "127.0.0.1:5001", "LOG_ROOT": "/d/logs/sim-2",
-		"KUBECONFIG": "/d/nodeproxy.kubeconfig", "SA_TOKEN_FILE": "/d/nodeproxy.token",
+		"KUBECONFIG": "/d/nodeproxy.kubeconfig", "SA_TOKEN_FILE": "/d/nodeproxy.token", "HOP_KEY_FILE": "/d/nodeproxy-hop.key",
 		"AUTHAPI_URL": "http://127.0.0.1:6000", "JWKS_URL": "http://127.0.0.1:6000/.well-known/jwks.json",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "127.0.0.0/8",
 		"REPORT_INTERVAL": "5s",

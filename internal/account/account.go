@@ -50,7 +50,10 @@ type Revoked struct {
 
 // Account is what a claim says about its user.
 type Account struct {
-	User      string
+	User string
+	// UID is the claim's metadata.uid: one account's lifetime, from signup
+	// (or recreate) to deletion. Sessions carry it in their id.
+	UID       string
 	TokenHash [sha256.Size]byte
 	Epoch     int64
 	Revoked   []Revoked
@@ -72,7 +75,7 @@ func FromClaim(c *extensions.SandboxClaim) (Account, error) {
 	if c.DeletionTimestamp != nil {
 		return Account{}, fmt.Errorf("%w: being deleted", ErrInvalidClaim)
 	}
-	a := Account{User: c.Labels[LabelUser]}
+	a := Account{User: c.Labels[LabelUser], UID: string(c.UID)}
 	if err := ValidateUser(a.User); err != nil {
 		return Account{}, fmt.Errorf("%w: user label: %w", ErrInvalidClaim, err)
 	}
@@ -104,10 +107,12 @@ func (a Account) TokenMatches(token string) bool {
 	return subtle.ConstantTimeCompare(h[:], a.TokenHash[:]) == 1
 }
 
-// SessionValid reports whether a session with this id and epoch has been
-// neither revoked nor superseded by a newer epoch.
+// SessionValid reports whether a session with this id and epoch belongs to
+// this account (its id starts with the claim's UID, see NewSessionID) and
+// has been neither revoked nor superseded by a newer epoch. An account
+// without a UID accepts no session.
 func (a Account) SessionValid(sessionID string, epoch int64) bool {
-	if epoch < a.Epoch {
+	if !a.OwnsSession(sessionID) || epoch < a.Epoch {
 		return false
 	}
 	for _, r := range a.Revoked {

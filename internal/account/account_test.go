@@ -13,8 +13,11 @@ import (
 )
 
 func claim(labels, annotations map[string]string) *extensions.SandboxClaim {
-	return &extensions.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "dsh-bob", Labels: labels, Annotations: annotations}}
+	return &extensions.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: "dsh-bob", UID: testUID, Labels: labels, Annotations: annotations}}
 }
+
+// testUID is the metadata.uid of the claims these tests build.
+const testUID = "7f3e2a10-0000-4000-8000-00000000b0b0"
 
 func goodHash() string {
 	h := HashToken("secret")
@@ -64,7 +67,7 @@ func TestFromClaim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if a.User != "bob" || a.Epoch != tt.wantEpoch || len(a.Revoked) != tt.wantRevoked {
+			if a.User != "bob" || a.UID != testUID || a.Epoch != tt.wantEpoch || len(a.Revoked) != tt.wantRevoked {
 				t.Errorf("got %+v", a)
 			}
 			if !a.TokenMatches("secret") || a.TokenMatches("Secret") || a.TokenMatches("") {
@@ -75,17 +78,38 @@ func TestFromClaim(t *testing.T) {
 }
 
 func TestSessionValid(t *testing.T) {
-	a := Account{Epoch: 2, Revoked: []Revoked{{SessionID: "gone", Expiry: 100}}}
+	live, gone := NewSessionID(testUID), NewSessionID(testUID)
+	a := Account{UID: testUID, Epoch: 2, Revoked: []Revoked{{SessionID: gone, Expiry: 100}}}
+	earlier := NewSessionID("0b5c2a1e-0000-4000-8000-000000000001")
 	for _, tt := range []struct {
+		name  string
+		a     Account
 		sid   string
 		epoch int64
 		want  bool
 	}{
-		{"s", 2, true}, {"s", 3, true}, {"s", 1, false}, {"gone", 2, false},
+		{"at the epoch", a, live, 2, true},
+		{"above the epoch", a, live, 3, true},
+		{"below the epoch", a, live, 1, false},
+		{"revoked", a, gone, 2, false},
+		{"of an earlier claim of the name", a, earlier, 2, false},
+		{"of an earlier claim, far above the epoch", a, earlier, 1 << 62, false},
+		{"without a claim uid", a, "s", 2, false},
+		{"uid alone", a, testUID + ".", 2, false},
+		{"uid without separator", a, testUID, 2, false},
+		{"uid as a prefix of a longer one", a, testUID + "0." + "x", 2, false},
+		{"account without uid", Account{Epoch: 2}, "." + "x", 2, false},
 	} {
-		if got := a.SessionValid(tt.sid, tt.epoch); got != tt.want {
-			t.Errorf("SessionValid(%q, %d) = %v, want %v", tt.sid, tt.epoch, got, tt.want)
+		if got := tt.a.SessionValid(tt.sid, tt.epoch); got != tt.want {
+			t.Errorf("%s: SessionValid(%q, %d) = %v, want %v", tt.name, tt.sid, tt.epoch, got, tt.want)
 		}
+	}
+}
+
+func TestNewSessionIDIsFreshAndBoundToTheClaim(t *testing.T) {
+	a, b := NewSessionID(testUID), NewSessionID(testUID)
+	if a == b || !strings.HasPrefix(a, testUID+".") || len(a) != len(testUID)+1+22 {
+		t.Errorf("NewSessionID gave %q and %q", a, b)
 	}
 }
 

@@ -12,20 +12,22 @@ import (
 
 func TestRevoke(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	a := Account{Epoch: 2, Revoked: []Revoked{{SessionID: "old", Expiry: now.Unix() - 1}, {SessionID: "live", Expiry: now.Unix() + 60}}}
+	s1, other := NewSessionID(testUID), NewSessionID(testUID)
+	a := Account{UID: testUID, Epoch: 2, Revoked: []Revoked{{SessionID: "old", Expiry: now.Unix() - 1}, {SessionID: "live", Expiry: now.Unix() + 60}}}
 
-	epoch, list := a.Revoke("s1", now.Add(time.Hour), now)
-	if epoch != 2 || len(list) != 2 || list[0].SessionID != "live" || list[1] != (Revoked{SessionID: "s1", Expiry: now.Add(time.Hour).Unix()}) {
+	epoch, list := a.Revoke(s1, now.Add(time.Hour), now)
+	if epoch != 2 || len(list) != 2 || list[0].SessionID != "live" || list[1] != (Revoked{SessionID: s1, Expiry: now.Add(time.Hour).Unix()}) {
 		t.Errorf("Revoke = %d %+v, want the expired entry pruned and s1 added", epoch, list)
 	}
-	if (Account{Epoch: epoch, Revoked: list}).SessionValid("s1", 2) {
-		t.Error("a revoked session is valid")
+	after := Account{UID: testUID, Epoch: epoch, Revoked: list}
+	if after.SessionValid(s1, 2) || !after.SessionValid(other, 2) {
+		t.Error("revoking one session did not end exactly that one")
 	}
-	if epoch, again := (Account{Epoch: 2, Revoked: list}).Revoke("s1", now.Add(time.Hour), now); epoch != 2 || len(again) != 2 {
+	if epoch, again := after.Revoke(s1, now.Add(time.Hour), now); epoch != 2 || len(again) != 2 {
 		t.Errorf("revoking twice = %d %+v", epoch, again)
 	}
 
-	full := Account{Epoch: 5}
+	full := Account{UID: testUID, Epoch: 5}
 	for i := range MaxRevoked {
 		full.Revoked = append(full.Revoked, Revoked{SessionID: fmt.Sprint(i), Expiry: now.Unix() + 60})
 	}
@@ -33,7 +35,7 @@ func TestRevoke(t *testing.T) {
 	if epoch != 6 || len(list) != 0 {
 		t.Errorf("Revoke on a full list = %d %+v, want the epoch raised and the list emptied", epoch, list)
 	}
-	if (Account{Epoch: epoch, Revoked: list}).SessionValid("0", 5) {
+	if (Account{UID: testUID, Epoch: epoch, Revoked: list}).SessionValid(other, 5) {
 		t.Error("a session of the old epoch survived the raise")
 	}
 }

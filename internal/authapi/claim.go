@@ -20,6 +20,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // Sandbox states shown to users.
@@ -28,6 +29,9 @@ const (
 	StateWaking    = "Waking"
 	StateSuspended = "Suspended"
 	StateMissing   = "Missing"
+	// StateFailed means the sandbox's pod stopped (node eviction, spot
+	// reclaim); the sweeper's leader has it created again.
+	StateFailed = "Failed"
 )
 
 // indexTokenHash indexes managed claims by their token hash annotation, so a
@@ -250,13 +254,6 @@ func (s *claimStore) create(ctx context.Context, user string, tokenHash [32]byte
 	return c, nil
 }
 
-// initialEpoch is the session epoch of a new claim: the current Unix time in
-// milliseconds, so that no token of an earlier account of the same name
-// (deleted, then signed up again, possibly by someone else) is at or above
-// it. Epochs only grow by one per raise, far slower than the clock, and a
-// claim can be created again only after its predecessor is gone.
-func initialEpoch(now time.Time) int64 { return now.UnixMilli() }
-
 // revokeSession ends one session on user's claim: it adds sid to the
 // revoked list (or raises the epoch when the list is full), conditioned on
 // the resourceVersion it read, retrying on conflict.
@@ -340,8 +337,13 @@ func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) stri
 		return StateMissing
 	}
 	if name := c.Status.Sandbox.Name; name != "" {
-		if sb, err := s.sandboxes.Get(ctx, name, metav1.GetOptions{}); err == nil && sb.Spec.OperatingMode == agents.OperatingModeSuspended {
+		sb, err := s.sandboxes.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+		case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 			return StateSuspended
+		case sweeper.Terminated(sb):
+			return StateFailed
 		}
 	}
 	if claimReady(c) {

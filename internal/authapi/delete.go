@@ -56,7 +56,6 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.opts.Metrics.Revocations.WithLabelValues("delete").Inc()
 	s.log.Info("account deleted", "user", user)
 	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
-	http.SetCookie(w, s.expiredCookie(s.flashCookieName(), http.SameSiteStrictMode))
 	if browser(r) {
 		seeOther(w, r, "/")
 		return

@@ -2,6 +2,7 @@ package authapi
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
@@ -19,9 +21,12 @@ var ErrBadEntryCode = errors.New("entry code refused")
 
 // handleUserPath is /u/<user>/... on the main host in subdomain routing:
 // the user's browser session mints a single-use entry code bound to the
-// user's origin and is sent there; the main session cookie itself never
-// leaves this host. Without a session the browser goes to the landing
-// page; a session of another user is refused.
+// user's origin and to the entry state the browser holds there (its
+// binding arrives as the sandgate_state parameter), and is sent there; the
+// main session cookie itself never leaves this host. A request without a
+// binding is sent to the user origin first, whose node proxy gives the
+// browser a state and sends it back. Without a session the browser goes to
+// the landing page; a session of another user is refused.
 func (s *Server) handleUserPath(w http.ResponseWriter, r *http.Request) {
 	user := r.PathValue("user")
 	sess, err := s.readSession(w, r)
@@ -38,21 +43,27 @@ func (s *Server) handleUserPath(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	origin := userorigin.Origin(s.opts.CookieSecure, user, s.opts.UserDomain, r.Host)
+	query, binding := cutStateBinding(r.URL.RawQuery)
+	next := strings.TrimPrefix(r.URL.EscapedPath(), "/u/"+user)
+	if query != "" {
+		next += "?" + query
+	}
+	next = userorigin.SafeNext(next)
+	if binding == "" {
+		seeOther(w, r, origin+next)
+		return
+	}
 	id := make([]byte, 16)
 	rand.Read(id) // never fails: crypto/rand.Read aborts the program instead
 	code, _, err := s.keys.signAs(entryCode, jwt.Claims{
 		User: user, SessionID: sess.claims.SessionID, AuthTime: sess.claims.AuthTime, Epoch: sess.claims.Epoch,
-		Origin: origin, ID: base64.RawURLEncoding.EncodeToString(id),
+		Origin: origin, ID: base64.RawURLEncoding.EncodeToString(id) + "." + binding,
 	})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	next := strings.TrimPrefix(r.URL.EscapedPath(), "/u/"+user)
-	if r.URL.RawQuery != "" {
-		next += "?" + r.URL.RawQuery
-	}
-	q := url.Values{"code": {code}, "next": {userorigin.SafeNext(next)}}
+	q := url.Values{"code": {code}, "next": {next}}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	seeOther(w, r, origin+userorigin.EnterPath+"?"+q.Encode())
 }
@@ -82,22 +93,27 @@ type redeemRequest struct {
 
 // handleRedeem turns an entry code into an origin session, once: the code
 // must verify as an entry code, be unexpired, name the origin it was
-// brought to, belong to a session that is still usable, and not have been
-// redeemed before by any replica. The answer has the same shape as a
+// brought to, come with the entry state it is bound to (from the cookie of
+// the browser that brought it), belong to a session that is still usable,
+// and not have been redeemed before by any replica. Every check before the
+// last runs without a call to the API server. The answer has the same shape as a
 // renewal's, with the origin's host-only cookie.
 func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
 	var req redeemRequest
 	if err := readInternalJSON(w, r, maxRenewBody, &req, func() bool { return req.Code != "" && req.Origin != "" },
-		`{"code": "<entry code>", "origin": "<origin>"}`); err != nil {
+		`{"code": "<entry code>~<entry state>", "origin": "<origin>"}`); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	c, err := s.entryVerifier.Verify(req.Code)
+	code, state, _ := strings.Cut(req.Code, account.EntryStateSep)
+	c, err := s.entryVerifier.Verify(code)
 	switch {
 	case err != nil:
 		err = fmt.Errorf("%w: %w", ErrBadEntryCode, err)
 	case c.ID == "" || c.Origin != req.Origin:
 		err = fmt.Errorf("%w: minted for another origin", ErrBadEntryCode)
+	case !stateMatches(c.ID, state):
+		err = fmt.Errorf("%w: presented without the entry state of the browser it was minted for", ErrBadEntryCode)
 	}
 	if err == nil {
 		_, _, err = s.usable(c)
@@ -122,4 +138,38 @@ func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
 	s.opts.Metrics.Entries.WithLabelValues("ok").Inc()
 	s.log.Info("entered user origin", "user", c.User, "caller", Caller(r))
 	s.writeSession(w, originSession, tok, oc)
+}
+
+// bindingLen is the length of account.EntryStateBinding's result.
+const bindingLen = 22
+
+// cutStateBinding removes the entry state binding the node proxy appended
+// to a query (the last parameter) and returns the rest and the binding,
+// or the query unchanged and "" when it carries no well-formed binding.
+func cutStateBinding(query string) (rest, binding string) {
+	prefix := account.EntryStateParam + "="
+	i := strings.LastIndex(query, prefix)
+	if i < 0 || (i > 0 && query[i-1] != '&') {
+		return query, ""
+	}
+	b := query[i+len(prefix):]
+	if len(b) != bindingLen || !base64URL(b) {
+		return query, ""
+	}
+	return strings.TrimSuffix(query[:i], "&"), b
+}
+
+func base64URL(s string) bool {
+	_, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil
+}
+
+// stateMatches reports whether state is the entry state whose binding the
+// code id (<random>.<binding>) carries, in constant time.
+func stateMatches(id, state string) bool {
+	_, binding, ok := strings.Cut(id, ".")
+	if !ok || state == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(binding), []byte(account.EntryStateBinding(state))) == 1
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -19,10 +20,23 @@ func subdomain(o *Options) {
 	o.RoutingMode, o.UserDomain = userorigin.Subdomain, "u.example.test"
 }
 
-// entry opens /u/<user><path> on in with ck and returns the entry URL.
+// testState is the entry state of the browser the tests play.
+var testState = strings.Repeat("s", 43)
+
+// withState appends the binding of state to path, as a node proxy does.
+func withState(path, state string) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + account.EntryStateParam + "=" + account.EntryStateBinding(state)
+}
+
+// entry opens /u/<user><path> on in with ck, bound to testState, and
+// returns the entry URL.
 func entry(t *testing.T, in *instance, ck *http.Cookie, user, path string) *url.URL {
 	t.Helper()
-	resp, body := in.do(t, req{method: "GET", path: "/u/" + user + path, cookies: []*http.Cookie{ck}, header: map[string]string{"Accept": "text/html"}})
+	resp, body := in.do(t, req{method: "GET", path: withState("/u/"+user+path, testState), cookies: []*http.Cookie{ck}, header: map[string]string{"Accept": "text/html"}})
 	u, err := url.Parse(resp.Header.Get("Location"))
 	if resp.StatusCode != http.StatusSeeOther || err != nil || u.Path != userorigin.EnterPath {
 		t.Fatalf("/u/%s%s: %d %q %s", user, path, resp.StatusCode, resp.Header.Get("Location"), body)
@@ -30,8 +44,11 @@ func entry(t *testing.T, in *instance, ck *http.Cookie, user, path string) *url.
 	return u
 }
 
-func redeemBody(code, origin string) string {
-	b, _ := json.Marshal(redeemRequest{Code: code, Origin: origin})
+// redeemBody is a redemption of code with testState.
+func redeemBody(code, origin string) string { return redeemWith(code, testState, origin) }
+
+func redeemWith(code, state, origin string) string {
+	b, _ := json.Marshal(redeemRequest{Code: code + account.EntryStateSep + state, Origin: origin})
 	return string(b)
 }
 
@@ -151,6 +168,27 @@ func TestEntryRules(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no state binding: sent to the user origin to get one", func(t *testing.T) {
+		resp, body := in.do(t, req{method: "GET", path: "/u/alice/notes?x=1", cookies: []*http.Cookie{ck}, header: map[string]string{"Accept": "text/html"}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != origin+"/notes?x=1" {
+			t.Errorf("%d to %q (%s), want 303 to %s/notes?x=1", resp.StatusCode, resp.Header.Get("Location"), body, origin)
+		}
+	})
+	for _, tt := range []struct{ name, state string }{
+		{"redeemed by another browser (other state)", strings.Repeat("v", 43)},
+		{"redeemed without a state", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u := entry(t, in, ck, "alice", "/")
+			resp, body := in.do(t, req{method: "POST", path: redeemPath, json: redeemWith(u.Query().Get("code"), tt.state, origin), header: proxy})
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%d %s, want 403", resp.StatusCode, body)
+			}
+			if resp, _ := in.do(t, req{method: "POST", path: redeemPath, json: redeemBody(u.Query().Get("code"), origin), header: proxy}); resp.StatusCode != http.StatusOK {
+				t.Errorf("the code's own browser then: %d, want 200 (a refused presentation does not use the code)", resp.StatusCode)
+			}
+		})
+	}
 	t.Run("a main session is no entry code", func(t *testing.T) {
 		resp, _ := in.do(t, req{method: "POST", path: redeemPath, json: redeemBody(ck.Value, origin), header: proxy})
 		if resp.StatusCode != http.StatusForbidden {
@@ -165,6 +203,38 @@ func TestEntryRules(t *testing.T) {
 		resp, body := in.do(t, req{method: "POST", path: redeemPath, json: redeemBody(u.Query().Get("code"), origin), header: proxy})
 		if resp.StatusCode != http.StatusGone {
 			t.Errorf("code of a logged-out session: %d %s, want 410", resp.StatusCode, body)
+		}
+	})
+}
+
+func TestCutStateBinding(t *testing.T) {
+	b := account.EntryStateBinding(testState)
+	for _, tt := range []struct{ query, rest, binding string }{
+		{"", "", ""},
+		{"sandgate_state=" + b, "", b},
+		{"x=1&sandgate_state=" + b, "x=1", b},
+		{"sandgate_state=" + b + "&x=1", "sandgate_state=" + b + "&x=1", ""},
+		{"xsandgate_state=" + b, "xsandgate_state=" + b, ""},
+		{"x=1&sandgate_state=short", "x=1&sandgate_state=short", ""},
+		{"x=1&sandgate_state=" + strings.Repeat("!", 22), "x=1&sandgate_state=" + strings.Repeat("!", 22), ""},
+	} {
+		if rest, binding := cutStateBinding(tt.query); rest != tt.rest || binding != tt.binding {
+			t.Errorf("cutStateBinding(%q) = %q, %q; want %q, %q", tt.query, rest, binding, tt.rest, tt.binding)
+		}
+	}
+}
+
+func FuzzCutStateBinding(f *testing.F) {
+	for _, s := range []string{"", "a=1", "sandgate_state=" + account.EntryStateBinding("x"), "a&sandgate_state=&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		rest, binding := cutStateBinding(q)
+		switch {
+		case binding == "" && rest != q:
+			t.Fatalf("cutStateBinding(%q) changed the query without a binding: %q", q, rest)
+		case binding != "" && (len(binding) != bindingLen || !strings.HasSuffix(q, binding) || len(rest) >= len(q)):
+			t.Fatalf("cutStateBinding(%q) = %q, %q", q, rest, binding)
 		}
 	})
 }

@@ -104,6 +104,8 @@ func statusOf(err error) (code int, reason, message string) {
 		return http.StatusUnauthorized, "caller_unauthenticated", ErrCallerUnauthenticated.Error()
 	case errors.Is(err, ErrExists):
 		return http.StatusConflict, "exists", ErrExists.Error()
+	case errors.Is(err, ErrRecreating):
+		return http.StatusConflict, "recreating", ErrRecreating.Error()
 	case errors.Is(err, ErrSessionEnded):
 		return http.StatusGone, "session_ended", ErrSessionEnded.Error()
 	case errors.Is(err, ErrNoAccount):

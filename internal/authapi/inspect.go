@@ -153,6 +153,9 @@ func checkRevoked(ctx context.Context, o InspectOptions, c jwt.Claims) (bool, st
 	if err != nil {
 		return true, "checked: " + err.Error()
 	}
+	if !a.OwnsSession(c.SessionID) {
+		return true, "checked: the session belongs to another (earlier) claim of this user name"
+	}
 	if c.Epoch < a.Epoch {
 		return true, fmt.Sprintf("checked: token epoch %d is below the account's %d", c.Epoch, a.Epoch)
 	}

@@ -2,12 +2,8 @@ package authapi
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ed25519"
-	"crypto/hkdf"
 	"crypto/rand"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +27,6 @@ const (
 	secretKeysField  = "signing-keys.json"
 	secretFlashField = "flash-key"
 	flashKeyBytes    = 32
-	flashKeyInfo     = "sandgate authapi flash cookie v1"
 	// jwtLeeway is the clock skew the auth API tolerates on its own tokens.
 	jwtLeeway = 10 * time.Second
 	// entryLeeway is the clock leeway on entry codes, which live seconds:
@@ -49,9 +44,8 @@ type keyState struct {
 	signer   *jwt.Signer
 	origin   *jwt.Signer // origin sessions (subdomain routing)
 	entry    *jwt.Signer // single-use entry codes
-	flash    cipher.AEAD
-	flashKey []byte
-	version  string // the Secret's resourceVersion
+	flashKey []byte      // kept in the Secret, unused since tokens are never stored in cookies
+	version  string      // the Secret's resourceVersion
 }
 
 // keyStore keeps the signing keys in one Secret shared by every replica:
@@ -168,10 +162,6 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if len(flashKey) != flashKeyBytes {
 		return nil, fmt.Errorf("parse signing secret: %s is %d bytes, want %d", secretFlashField, len(flashKey), flashKeyBytes)
 	}
-	aead, err := flashAEAD(flashKey)
-	if err != nil {
-		return nil, err
-	}
 	signer, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: ring, Issuer: k.issuer, Audience: k.audience, Lifetime: k.ttl, Now: k.now})
 	if err != nil {
 		return nil, fmt.Errorf("build signer: %w", err)
@@ -184,19 +174,7 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build entry code signer: %w", err)
 	}
-	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flash: aead, flashKey: flashKey, version: sec.ResourceVersion}, nil
-}
-
-func flashAEAD(secret []byte) (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, secret, nil, flashKeyInfo, 32)
-	if err != nil {
-		return nil, fmt.Errorf("derive flash key: %w", err)
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("flash cipher: %w", err)
-	}
-	return cipher.NewGCM(block)
+	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, version: sec.ResourceVersion}, nil
 }
 
 // freshData returns the data of a new signing Secret: ring's keys, or a new

@@ -17,7 +17,7 @@ var templateFS embed.FS
 
 // pageData is everything a page shows.
 type pageData struct {
-	Page           string // "landing", "recreate", "delete" or "error"
+	Page           string // "landing", "token", "recreate", "delete" or "error"
 	Status         int
 	Error          string
 	User           string
@@ -88,7 +88,8 @@ func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, code int, d 
 }
 
 // handleLanding shows signup and login, or the signed-in user's sandbox
-// state, the bearer token once after signup, and the account actions.
+// state and the account actions. It never shows a bearer token: in path
+// routing an agent's script shares this origin and could read the page.
 func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 	d := pageData{Page: "landing", InviteRequired: s.opts.InviteCode != ""}
 	if u, ok := s.proxyUser(r); ok {
@@ -100,11 +101,7 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 		d.User = sess.account.User
 		d.State = s.claims.state(r.Context(), sess.claim)
 		d.AgentURL = agentPath(d.User)
-		if f, err := s.readFlash(r); err == nil && f.User == d.User {
-			d.Token = f.Token
-			http.SetCookie(w, s.expiredCookie(s.flashCookieName(), http.SameSiteStrictMode))
-		}
-		d.Refresh = d.State == StateWaking && d.Token == ""
+		d.Refresh = d.State == StateWaking || d.State == StateFailed
 	case errors.Is(err, ErrNoSession) && s.hasSessionCookie(r):
 		// A cookie that can never work again is dropped; a passing failure
 		// (keys or API server unavailable) leaves it alone.

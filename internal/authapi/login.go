@@ -49,13 +49,19 @@ func (s *Server) readLogin(w http.ResponseWriter, r *http.Request) (account.Acco
 	if token == "" {
 		token = in.Token
 	}
+	noteActor(r, in.User, authToken)
 	if sso, ok := s.proxyUser(r); ok && token == "" {
+		noteActor(r, sso, authSSO)
 		if a, _, ok := s.claims.accountOf(sso); ok {
 			return a, nil
 		}
 		return account.Account{}, ErrBadCredentials
 	}
-	return s.checkToken(in.User, token)
+	a, err := s.checkToken(in.User, token)
+	if err == nil {
+		noteActor(r, a.User, authToken)
+	}
+	return a, err
 }
 
 // checkToken finds the account a bearer token opens: user's when a user is

@@ -4,11 +4,17 @@ import (
 	"net/http"
 )
 
+// clearSiteData is sent on logout. "executionContexts" is left out: it
+// would reload every tab of the origin, and browsers no longer support it.
+const clearSiteData = `"cache", "cookies", "storage"`
+
 // handleLogout ends the session of the cookie: its sid goes on the claim's
 // revoked list, so every node proxy refuses it (and renewal stops) as soon
 // as its claim informer sees the change. Without a valid session it only
-// clears the cookies. A browser is sent back to the landing page; other
-// clients get 204.
+// clears the cookies. Every answer carries Clear-Site-Data, so the browser
+// also drops what agents left on this origin (in path routing they share
+// it): cookies, storage (service workers included) and cache. A browser is
+// sent back to the landing page; other clients get 204.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	if s.hasSessionCookie(r) {
 		if err := s.checkOrigin(r); err != nil {
@@ -17,6 +23,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		}
 		ck, _ := r.Cookie(s.opts.CookieName)
 		if c, err := s.verifier.VerifyIgnoringExpiry(ck.Value); err == nil {
+			noteActor(r, c.User, authSession)
 			expiry := c.AuthTime.Add(s.opts.CookieMaxAge)
 			if err := s.claims.revokeSession(r.Context(), c.User, c.SessionID, c.Epoch, expiry); err != nil {
 				s.fail(w, r, err)
@@ -26,7 +33,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
-	http.SetCookie(w, s.expiredCookie(s.flashCookieName(), http.SameSiteStrictMode))
+	w.Header().Set("Clear-Site-Data", clearSiteData)
 	if browser(r) {
 		seeOther(w, r, "/")
 		return

@@ -17,24 +17,26 @@ import (
 
 // Defaults used by New for zero Options fields.
 const (
-	DefaultClaimPrefix         = "dsh-"
-	DefaultWarmPool            = "dsh-pool"
-	DefaultSigningSecret       = "sandgate-authapi-signing-keys"
-	DefaultIssuer              = "sandgate-authapi"
-	DefaultAudience            = "sandgate"
-	DefaultInternalAudience    = "sandgate-authapi"
-	DefaultCookieName          = "dsh_gw_session"
-	DefaultSessionTTL          = 10 * time.Minute
-	DefaultCookieMaxAge        = 7 * 24 * time.Hour
-	DefaultKeyRotationInterval = 24 * time.Hour
-	DefaultKeyPublishDelay     = 10 * time.Minute
-	DefaultWakeTimeout         = 60 * time.Second
-	DefaultRateWindow          = 60 * time.Second
-	DefaultMaxBodyBytes        = 1 << 20
-	DefaultTokenReviewCacheTTL = 10 * time.Second
-	DefaultFlashTTL            = 10 * time.Minute
-	DefaultOriginCookieName    = "sandgate_origin"
-	DefaultEntryCodeTTL        = 60 * time.Second
+	DefaultClaimPrefix          = "dsh-"
+	DefaultWarmPool             = "dsh-pool"
+	DefaultSigningSecret        = "sandgate-authapi-signing-keys"
+	DefaultIssuer               = "sandgate-authapi"
+	DefaultAudience             = "sandgate"
+	DefaultInternalAudience     = "sandgate-authapi"
+	DefaultCookieName           = "dsh_gw_session"
+	DefaultSessionTTL           = 10 * time.Minute
+	DefaultCookieMaxAge         = 7 * 24 * time.Hour
+	DefaultKeyRotationInterval  = 24 * time.Hour
+	DefaultKeyPublishDelay      = 10 * time.Minute
+	DefaultWakeTimeout          = 60 * time.Second
+	DefaultRateWindow           = 60 * time.Second
+	DefaultMaxBodyBytes         = 1 << 20
+	DefaultTokenReviewCacheTTL  = 10 * time.Second
+	DefaultOriginCookieName     = "sandgate_origin"
+	DefaultEntryCodeTTL         = 60 * time.Second
+	DefaultSignupBudget         = 60
+	DefaultInternalReviewLimit  = 10
+	DefaultInternalReviewBudget = 60
 )
 
 // securePrefix is the cookie-name prefix browsers bind to a secure,
@@ -46,6 +48,11 @@ const securePrefix = "__Host-"
 type Options struct {
 	// Logger receives JSON logs; nil discards them.
 	Logger *slog.Logger
+	// Audit receives one JSON line per account action (docs/audit.md),
+	// whatever Logger's level; nil sends them to Logger.
+	Audit *slog.Logger
+	// Replica names this replica (its pod) in audit events.
+	Replica string
 	// Metrics receives measurements; nil creates unregistered collectors.
 	Metrics *Metrics
 	// Kube reaches Secrets (signing keys) and TokenReviews. Required.
@@ -83,8 +90,12 @@ type Options struct {
 	// per RateWindow; zero disables the limit.
 	RateLimit  int
 	RateWindow time.Duration
-	// TrustedProxies are the peers (node proxies) whose rightmost
-	// X-Forwarded-For entry names the client.
+	// SignupBudget is how many signups all clients together may start per
+	// minute, on top of RateLimit per client.
+	SignupBudget int
+	// TrustedProxies are the peers (node proxies, an ingress) that
+	// X-Forwarded-For is walked through from the right: the first entry
+	// outside them names the client.
 	TrustedProxies []netip.Prefix
 	// InviteCode, when set, must accompany every signup.
 	InviteCode string
@@ -101,9 +112,12 @@ type Options struct {
 	AllowedServiceAccounts []string
 	// TokenReviewCacheTTL is how long a TokenReview result is reused.
 	TokenReviewCacheTTL time.Duration
-	// FlashTTL is how long the sealed cookie that shows a new bearer token
-	// on the landing page lives.
-	FlashTTL time.Duration
+	// InternalReviewLimit is how many TokenReviews of tokens not yet
+	// known good one client may cause per minute; InternalReviewBudget is
+	// that number for all clients together. Past them internal calls get
+	// 429 without a review; tokens that passed a review are exempt.
+	InternalReviewLimit  int
+	InternalReviewBudget int
 	// Activity takes node proxies' activity reports on
 	// POST /internal/v1/activity (the sweeper); nil leaves the route out.
 	Activity Activity
@@ -146,14 +160,19 @@ func (o Options) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"session TTL": o.SessionTTL, "cookie max age": o.CookieMaxAge, "key rotation interval": o.KeyRotationInterval,
 		"key publish delay": o.KeyPublishDelay, "wake timeout": o.WakeTimeout, "rate window": o.RateWindow,
-		"token review cache TTL": o.TokenReviewCacheTTL, "flash TTL": o.FlashTTL,
+		"token review cache TTL": o.TokenReviewCacheTTL,
 	} {
 		if d < 0 {
 			bad("%s %v is negative", name, d)
 		}
 	}
-	if o.RateLimit < 0 {
-		bad("rate limit %d is negative", o.RateLimit)
+	for name, n := range map[string]int{
+		"rate limit": o.RateLimit, "signup budget": o.SignupBudget,
+		"internal review limit": o.InternalReviewLimit, "internal review budget": o.InternalReviewBudget,
+	} {
+		if n < 0 {
+			bad("%s %d is negative", name, n)
+		}
 	}
 	if o.MaxBodyBytes < 0 {
 		bad("max body bytes %d is negative", o.MaxBodyBytes)
@@ -224,10 +243,17 @@ func (o Options) withDefaults() Options {
 	set(&o.WakeTimeout, DefaultWakeTimeout)
 	set(&o.RateWindow, DefaultRateWindow)
 	set(&o.TokenReviewCacheTTL, DefaultTokenReviewCacheTTL)
-	set(&o.FlashTTL, DefaultFlashTTL)
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	setN := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setN(&o.SignupBudget, DefaultSignupBudget)
+	setN(&o.InternalReviewLimit, DefaultInternalReviewLimit)
+	setN(&o.InternalReviewBudget, DefaultInternalReviewBudget)
 	if o.ForwardClient == nil {
 		o.ForwardClient = &http.Client{Timeout: forwardTimeout, Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: forwardTimeout,

@@ -13,14 +13,23 @@ import (
 func TestOptionsValidateReportsEverything(t *testing.T) {
 	err := Options{
 		ClaimPrefix: strings.Repeat("p", 30), SessionTTL: -time.Second, RateLimit: -1, MaxBodyBytes: -1, CookieName: "bad name",
+		SignupBudget: -1, InternalReviewLimit: -1, InternalReviewBudget: -1,
 	}.Validate()
 	if err == nil {
 		t.Fatal("bad options accepted")
 	}
-	for _, want := range []string{"kube client", "sandbox client", "namespace", "claim prefix", "session TTL", "rate limit", "max body", "cookie name"} {
+	for _, want := range []string{"kube client", "sandbox client", "namespace", "claim prefix", "session TTL", "rate limit", "max body", "cookie name",
+		"signup budget", "internal review limit", "internal review budget"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate does not report %s: %v", want, err)
 		}
+	}
+}
+
+func TestBudgetDefaults(t *testing.T) {
+	o := Options{}.withDefaults()
+	if o.SignupBudget != DefaultSignupBudget || o.InternalReviewLimit != DefaultInternalReviewLimit || o.InternalReviewBudget != DefaultInternalReviewBudget {
+		t.Errorf("budgets %d/%d/%d, want the defaults", o.SignupBudget, o.InternalReviewLimit, o.InternalReviewBudget)
 	}
 }
 

@@ -2,6 +2,7 @@ package authapi
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -27,6 +28,9 @@ func TestClientAddr(t *testing.T) {
 		{"garbage XFF falls back to the peer", "10.1.2.3:5000", []string{"not-an-ip"}, "10.1.2.3"},
 		{"ipv6 trusted peer", "[::1]:5000", []string{"2001:db8::5"}, "2001:db8::5"},
 		{"v4-mapped XFF", "10.1.2.3:5000", []string{"::ffff:203.0.113.9"}, "203.0.113.9"},
+		// Behind an ingress: the node proxy appends the ingress address,
+		// which is trusted too, so the client is the entry left of it.
+		{"ingress behind the node proxy", "10.1.2.3:5000", []string{"198.51.100.7, 10.50.0.1"}, "198.51.100.7"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,25 +46,133 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
-func TestLimiterWindow(t *testing.T) {
-	clock := &fakeClock{}
-	l := newLimiter(2, time.Minute, clock.Now)
-	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-	for i, want := range []bool{true, true, false, false} {
-		if ok, _ := l.allow(a); ok != want {
-			t.Errorf("request %d: allowed %v, want %v", i, ok, want)
-		}
+// stepClock is a clock that moves only when told.
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) Now() time.Time          { return c.t }
+func (c *stepClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// limiterStep is one request in a limiter rule: advance the clock, then a
+// request from client, which must be allowed or not.
+type limiterStep struct {
+	advance time.Duration
+	client  string
+	allowed bool
+}
+
+func TestLimiterRules(t *testing.T) {
+	const a, b, c, d = "192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"
+	cases := []struct {
+		name    string
+		limit   int
+		maxKeys int
+		steps   []limiterStep
+	}{
+		{"limit per client in a window", 2, 10, []limiterStep{
+			{0, a, true}, {0, a, true}, {0, a, false}, {0, b, true}, {time.Second, a, false},
+		}},
+		{"the next window starts over", 1, 10, []limiterStep{
+			{0, a, true}, {0, a, false}, {time.Minute, a, true}, {0, a, false},
+		}},
+		{"one IPv6 /64 is one client", 1, 10, []limiterStep{
+			{0, "2001:db8:0:1::1", true}, {0, "2001:db8:0:1:ffff::2", false}, {0, "2001:db8:0:2::1", true},
+		}},
+		{"a v4-mapped address is its IPv4 address", 1, 10, []limiterStep{
+			{0, a, true}, {0, "::ffff:" + a, false},
+		}},
+		{"a full table forgets the oldest window only", 1, 3, []limiterStep{
+			{0, a, true}, {time.Second, b, true}, {time.Second, c, true},
+			{0, a, false}, {0, b, false}, {0, c, false},
+			{time.Second, d, true}, // a is forgotten
+			{0, b, false}, {0, c, false}, {0, a, true},
+		}},
 	}
-	if ok, _ := l.allow(b); !ok {
-		t.Error("another client is limited")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+			l := newLimiter(tc.limit, time.Minute, clock.Now)
+			l.maxKeys = tc.maxKeys
+			for i, st := range tc.steps {
+				clock.Advance(st.advance)
+				if ok, _ := l.allow(netip.MustParseAddr(st.client)); ok != st.allowed {
+					t.Fatalf("step %d (%s): allowed %v, want %v", i, st.client, ok, st.allowed)
+				}
+				if n := l.size(); n > tc.maxKeys {
+					t.Fatalf("step %d: %d clients remembered, bound %d", i, n, tc.maxKeys)
+				}
+			}
+		})
 	}
-	_, wait := l.allow(a)
-	if wait <= 0 || wait > time.Minute {
-		t.Errorf("retry after %v", wait)
+}
+
+func TestLimiterForgetsEndedWindows(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimiter(1, time.Minute, clock.Now)
+	for _, c := range []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"} {
+		l.allow(netip.MustParseAddr(c))
 	}
 	clock.Advance(time.Minute)
-	if ok, _ := l.allow(a); !ok {
-		t.Error("still limited in the next window")
+	l.allow(netip.MustParseAddr("192.0.2.9"))
+	if n := l.size(); n != 1 {
+		t.Errorf("%d clients remembered after their windows ended, want 1", n)
+	}
+}
+
+func TestLimiterRetryAfter(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimiter(1, time.Minute, clock.Now)
+	a := netip.MustParseAddr("192.0.2.1")
+	l.allow(a)
+	clock.Advance(20 * time.Second)
+	if ok, wait := l.allow(a); ok || wait != 40*time.Second {
+		t.Errorf("allowed %v, retry after %v; want refused for 40s", ok, wait)
+	}
+}
+
+func TestBudget(t *testing.T) {
+	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	var b budget
+	for i, want := range []bool{true, true, false} {
+		if ok, _ := b.take(clock.Now(), 2, time.Minute); ok != want {
+			t.Errorf("take %d: %v, want %v", i, ok, want)
+		}
+	}
+	clock.Advance(15 * time.Second)
+	if ok, wait := b.take(clock.Now(), 2, time.Minute); ok || wait != 45*time.Second {
+		t.Errorf("over budget: %v, retry after %v", ok, wait)
+	}
+	clock.Advance(45 * time.Second)
+	if ok, _ := b.take(clock.Now(), 2, time.Minute); !ok {
+		t.Error("refused in the next window")
+	}
+}
+
+// TestSignupBudgetAcrossClients: clients each within their own limit
+// still share SignupBudget; login does not spend it.
+func TestSignupBudgetAcrossClients(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(t, func(o *Options) {
+		o.RateLimit = 5
+		o.SignupBudget = 3
+	})
+	post := func(path string, client int) int {
+		r := httptest.NewRequest("POST", path, strings.NewReader(`{}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:1234", client)
+		w := httptest.NewRecorder()
+		in.srv.Handler().ServeHTTP(w, r)
+		return w.Code
+	}
+	for client := range 3 {
+		if code := post("/users", client); code == http.StatusTooManyRequests {
+			t.Fatalf("signup %d within the budget: 429", client)
+		}
+	}
+	if code := post("/users", 10); code != http.StatusTooManyRequests {
+		t.Errorf("signup past the budget from a fresh client: %d, want 429", code)
+	}
+	if code := post("/login", 11); code == http.StatusTooManyRequests {
+		t.Error("login refused by the signup budget")
 	}
 }
 

@@ -2,6 +2,7 @@ package authapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -13,13 +14,20 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
-// deleteWait bounds how long recreate waits for the old claim to disappear.
-const deleteWait = 30 * time.Second
+const (
+	// deleteWait bounds how long recreate waits for the old claim to
+	// disappear.
+	deleteWait = 30 * time.Second
+	// intruderWait is how long recreate lets a signup that took the
+	// reserved name remove its claim itself.
+	intruderWait = 5 * time.Second
+)
 
 // handleRecreate wipes the user's sandbox: the claim is deleted (dropping
-// sandbox and workspace) and created again with the same bearer token and a
-// higher session epoch, which ends every session of the user. The caller
-// gets a fresh session at the new epoch and is answered like a signup.
+// sandbox and workspace) and created again, under a reservation of the
+// name, with a new bearer token. The new claim's UID ends every session of
+// the old one, and the old token. The caller gets a fresh session and the
+// new token, answered like a signup.
 func (s *Server) handleRecreate(w http.ResponseWriter, r *http.Request) {
 	in, err := s.readInput(w, r)
 	if err != nil {
@@ -31,7 +39,8 @@ func (s *Server) handleRecreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	fresh, err := s.recreate(r.Context(), a.User)
+	token := newBearerToken()
+	fresh, err := s.recreate(r.Context(), a, account.HashToken(token))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -43,47 +52,103 @@ func (s *Server) handleRecreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.respondAccount(w, r, a.User, "", ready)
+	s.respondAccount(w, r, a.User, token, ready)
 }
 
-// recreate replaces user's claim and returns the new account. The token
-// hash is read from the API server, not the cache, so the newest state is
-// carried over.
-func (s *Server) recreate(ctx context.Context, user string) (account.Account, error) {
-	old, err := s.claims.claims.Get(ctx, s.claims.name(user), metav1.GetOptions{})
+// recreate replaces the claim of caller (the account the request
+// authenticated as, by UID) with a new claim holding tokenHash, under a
+// reservation of the name, and returns the new account: a new UID, so no
+// session of the old claim is valid for it. Its epoch is the old one plus
+// one, which a node proxy that predates the UID binding also enforces.
+func (s *Server) recreate(ctx context.Context, caller account.Account, tokenHash [32]byte) (account.Account, error) {
+	lease, err := s.reserved.reserve(ctx, caller.User)
+	if err != nil {
+		return account.Account{}, fmt.Errorf("recreate: %w", err)
+	}
+	defer func() {
+		if err := s.reserved.release(ctx, lease); err != nil {
+			s.log.Warn("recreate: release reservation", "user", caller.User, "error", err)
+		}
+	}()
+	old, err := s.claims.claims.Get(ctx, s.claims.name(caller.User), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return account.Account{}, fmt.Errorf("recreate: %w", ErrNoAccount)
 	}
 	if err != nil {
 		return account.Account{}, fmt.Errorf("recreate: get claim: %w: %w", ErrUnavailable, err)
 	}
-	a, err := account.FromClaim(old)
+	if string(old.UID) != caller.UID {
+		return account.Account{}, fmt.Errorf("recreate: claim %s is no longer the caller's account: %w", old.Name, ErrNoAccount)
+	}
+	prev, err := account.FromClaim(old)
 	if err != nil {
 		return account.Account{}, fmt.Errorf("recreate: %w: %w", ErrNoAccount, err)
 	}
-	if err := s.claims.remove(ctx, old); err != nil {
-		return account.Account{}, err
+	if err := s.claims.removeAndWait(ctx, old); err != nil {
+		return account.Account{}, fmt.Errorf("recreate: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, deleteWait)
-	_, gone := s.claims.wait(wctx, old.Name, func(c *extensions.SandboxClaim) bool { return c == nil || c.UID != old.UID })
-	cancel()
-	if !gone {
-		return account.Account{}, fmt.Errorf("recreate: old claim still present after %v: %w", deleteWait, ErrUnavailable)
-	}
-	a.Epoch = max(a.Epoch+1, initialEpoch(s.opts.Now()))
-	a.Revoked = nil
-	// The old claim is gone: retry the create for a while rather than lose
-	// the account to a passing API server error.
-	var c *extensions.SandboxClaim
-	for attempt := range 5 {
-		if c, err = s.claims.create(ctx, user, a.TokenHash, a.Epoch); err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
-	}
+	a := account.Account{User: caller.User, TokenHash: tokenHash, Epoch: prev.Epoch + 1}
+	c, err := s.createReserved(ctx, a)
 	if err != nil {
 		return account.Account{}, fmt.Errorf("recreate: %w", err)
 	}
+	a.UID = string(c.UID)
 	s.claims.waitSeen(ctx, c.Name, c.UID)
 	return a, nil
+}
+
+// createReserved creates a's claim while its name is reserved and the old
+// claim is gone, retrying for a while rather than lose the account to a
+// passing API server error. A claim found in the way was created by a
+// signup during the reservation, which removes it on its own; if it does
+// not (its replica died), it is removed here.
+func (s *Server) createReserved(ctx context.Context, a account.Account) (*extensions.SandboxClaim, error) {
+	var err error
+	for attempt := range 5 {
+		var c *extensions.SandboxClaim
+		if c, err = s.claims.create(ctx, a.User, a.TokenHash, a.Epoch); err == nil || ctx.Err() != nil {
+			return c, err
+		}
+		if errors.Is(err, ErrExists) {
+			if err := s.claims.removeIntruder(ctx, a.User); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	return nil, err
+}
+
+// removeAndWait deletes the claim c and waits until this replica's cache
+// no longer holds it.
+func (s *claimStore) removeAndWait(ctx context.Context, c *extensions.SandboxClaim) error {
+	if err := s.remove(ctx, c); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, deleteWait)
+	defer cancel()
+	if _, gone := s.wait(wctx, c.Name, func(cur *extensions.SandboxClaim) bool { return cur == nil || cur.UID != c.UID }); !gone {
+		return fmt.Errorf("claim %s still present after %v: %w", c.Name, deleteWait, ErrUnavailable)
+	}
+	return nil
+}
+
+// removeIntruder waits briefly for the signup that took user's reserved
+// name to give it back, then removes its claim itself.
+func (s *claimStore) removeIntruder(ctx context.Context, user string) error {
+	wctx, cancel := context.WithTimeout(ctx, intruderWait)
+	_, gone := s.wait(wctx, s.name(user), func(c *extensions.SandboxClaim) bool { return c == nil })
+	cancel()
+	if gone {
+		return nil
+	}
+	c, err := s.claims.Get(ctx, s.name(user), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get the claim in the way: %w: %w", ErrUnavailable, err)
+	}
+	return s.removeAndWait(ctx, c)
 }

@@ -26,6 +26,7 @@ type errorBody struct {
 // otherwise. The client sees only the safe message; the log gets the cause.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, reason, msg := statusOf(err)
+	auditOf(r).reason = reason
 	s.opts.Metrics.Rejections.WithLabelValues(reason).Inc()
 	if code >= 500 {
 		s.log.Warn("request failed", "route", routeOf(r), "reason", reason, "error", err)

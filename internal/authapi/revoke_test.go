@@ -107,9 +107,12 @@ func TestLogoutEndsThatSessionOnly(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
 		t.Errorf("browser logout: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	if got := resp.Header.Get("Clear-Site-Data"); got != `"cache", "cookies", "storage"` {
+		t.Errorf("logout Clear-Site-Data %q: the browser keeps what agents left on the origin", got)
+	}
 }
 
-func TestRecreateEndsEverySessionAndKeepsTheToken(t *testing.T) {
+func TestRecreateEndsEverySessionAndReplacesTheToken(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
 	in := e.start(t, nil)
@@ -139,8 +142,10 @@ func TestRecreateEndsEverySessionAndKeepsTheToken(t *testing.T) {
 		t.Fatalf("recreate: %d %s", resp.StatusCode, body)
 	}
 	fresh := cookie(resp, DefaultCookieName)
-	if fresh == nil {
-		t.Fatal("recreate gave the caller no new session")
+	var out signupResponse
+	mustJSON(t, body, &out)
+	if fresh == nil || out.Token == "" || out.Token == token {
+		t.Fatalf("recreate gave the caller no new session or no new token: %s", body)
 	}
 	refusedWithin(t, pv, start, "first session", first)
 	refusedWithin(t, pv, start, "second session", second)
@@ -153,14 +158,17 @@ func TestRecreateEndsEverySessionAndKeepsTheToken(t *testing.T) {
 	}
 	oldEpoch, _ := strconv.ParseInt(old.Annotations[account.AnnotationSessionEpoch], 10, 64)
 	newEpoch, _ := strconv.ParseInt(cur.Annotations[account.AnnotationSessionEpoch], 10, 64)
-	if cur.UID == old.UID || newEpoch <= oldEpoch || cur.Annotations[account.AnnotationTokenHash] != old.Annotations[account.AnnotationTokenHash] {
+	if cur.UID == old.UID || newEpoch != oldEpoch+1 || cur.Annotations[account.AnnotationTokenHash] == old.Annotations[account.AnnotationTokenHash] {
 		t.Errorf("recreated claim: uid %s (old %s), epoch %d (old %d), same token hash %v", cur.UID, old.UID, newEpoch, oldEpoch,
 			cur.Annotations[account.AnnotationTokenHash] == old.Annotations[account.AnnotationTokenHash])
 	}
-	in.login(t, token) // the bearer token survives
+	if resp, _ := in.do(t, req{method: "POST", path: "/login", header: map[string]string{"Authorization": "Bearer " + token}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("login with the token from before the recreate: %d, want 401", resp.StatusCode)
+	}
+	in.login(t, out.Token)
 
 	// An API client recreates with its bearer token, no Origin needed.
-	resp, body = in.do(t, req{method: "POST", path: "/recreate", header: map[string]string{"Authorization": "Bearer " + token}})
+	resp, body = in.do(t, req{method: "POST", path: "/recreate", header: map[string]string{"Authorization": "Bearer " + out.Token}})
 	if resp.StatusCode != http.StatusCreated {
 		t.Errorf("bearer recreate: %d %s", resp.StatusCode, body)
 	}

@@ -23,8 +23,10 @@ import (
 type Server struct {
 	opts     Options
 	log      *slog.Logger
+	audit    *slog.Logger
 	keys     *keyStore
 	claims   *claimStore
+	reserved *reservations // user names held through a recreate
 	verifier *jwt.Verifier
 	// originVerifier and entryVerifier check origin sessions and entry
 	// codes (subdomain routing).
@@ -52,11 +54,13 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts:    opts,
 		log:     opts.Logger.With("component", "authapi"),
+		audit:   auditLogger(opts),
 		limiter: newLimiter(opts.RateLimit, opts.RateWindow, opts.Now),
 		guard:   newGuard(opts),
 	}
 	s.keys = newKeyStore(opts)
 	s.claims = newClaimStore(opts)
+	s.reserved = newReservations(opts)
 	v, err := jwt.NewVerifier(jwt.VerifierOptions{
 		Keys: s.keys, Issuer: opts.Issuer, Audience: opts.Audience, Leeway: jwtLeeway, Now: opts.Now,
 	})
@@ -95,6 +99,7 @@ func (s *Server) routes() {
 	pub.Handle("DELETE /users/{user}", s.route("delete", s.handleDelete))
 	pub.Handle("GET /users/{user}/delete", s.route("delete_confirm", s.handleDeleteConfirm))
 	pub.Handle("POST /users/{user}/delete", s.route("delete", s.handleDelete))
+	pub.Handle("POST /users/{user}/token", s.route("rotate", s.handleRotate))
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
 		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))
@@ -197,10 +202,14 @@ func (s *Server) route(name string, h http.HandlerFunc) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, code: http.StatusOK}
 		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, name))
+		r, ev := withAudit(r, name)
 		if s.ready.Load() {
 			h(rec, r)
 		} else {
 			s.fail(rec, r, withRetryAfter(ErrUnavailable, time.Second))
+		}
+		if ev != nil {
+			s.writeAudit(r, name, ev, rec.code)
 		}
 		d := time.Since(start)
 		s.opts.Metrics.Requests.WithLabelValues(name, fmt.Sprintf("%dxx", rec.code/100)).Inc()

@@ -18,10 +18,13 @@ type session struct {
 	claim   *extensions.SandboxClaim
 }
 
-// startSession begins a new session (fresh sid, auth_time now) for a and
-// sets its cookie.
+// startSession begins a new session (a fresh sid bound to a's claim UID,
+// auth_time now) for a and sets its cookie.
 func (s *Server) startSession(w http.ResponseWriter, a account.Account) (jwt.Claims, error) {
-	tok, c, err := s.keys.sign(jwt.Claims{User: a.User, Epoch: a.Epoch})
+	if a.UID == "" {
+		return jwt.Claims{}, fmt.Errorf("start session of %q: %w: account without claim uid", a.User, ErrUnavailable)
+	}
+	tok, c, err := s.keys.sign(jwt.Claims{User: a.User, SessionID: account.NewSessionID(a.UID), Epoch: a.Epoch})
 	if err != nil {
 		return jwt.Claims{}, err
 	}
@@ -116,12 +119,15 @@ func (s *Server) hasSessionCookie(r *http.Request) bool {
 // same-origin Origin or Referer.
 func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (account.Account, *extensions.SandboxClaim, error) {
 	if tok := bearer(r); tok != "" {
+		noteActor(r, in.User, authToken)
 		a, err := s.checkToken(in.User, tok)
 		if err != nil {
 			return account.Account{}, nil, err
 		}
+		noteActor(r, a.User, authToken)
 		return a, s.claims.get(a.User), nil
 	}
+	noteActor(r, in.User, authSession)
 	if s.hasSessionCookie(r) {
 		if err := s.checkOrigin(r); err != nil {
 			return account.Account{}, nil, err
@@ -131,5 +137,6 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (accoun
 	if err != nil {
 		return account.Account{}, nil, err
 	}
+	noteActor(r, sess.account.User, authSession)
 	return sess.account, sess.claim, nil
 }

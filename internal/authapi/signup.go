@@ -1,6 +1,7 @@
 package authapi
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -33,7 +34,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := newBearerToken()
-	a := account.Account{User: user, TokenHash: account.HashToken(token), Epoch: initialEpoch(s.opts.Now())}
+	a := account.Account{User: user, TokenHash: account.HashToken(token), Epoch: account.FirstEpoch}
 	claim, err := s.claims.create(r.Context(), user, a.TokenHash, a.Epoch)
 	if err != nil {
 		outcome := "rejected"
@@ -44,6 +45,15 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if err := s.reserved.check(r.Context(), claim); err != nil {
+		s.opts.Metrics.Signups.WithLabelValues("exists").Inc()
+		if rerr := s.claims.remove(context.WithoutCancel(r.Context()), claim); rerr != nil {
+			s.log.Warn("signup: remove a claim taken during a recreate", "user", user, "error", rerr)
+		}
+		s.fail(w, r, err)
+		return
+	}
+	a.UID = string(claim.UID)
 	s.opts.Metrics.Signups.WithLabelValues("created").Inc()
 	s.log.Info("account created", "user", user, "claim", claim.Name)
 	s.claims.waitSeen(r.Context(), claim.Name, claim.UID)
@@ -55,18 +65,16 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 	s.respondAccount(w, r, user, token, ready)
 }
 
-// respondAccount answers a signup or recreate: a browser is redirected to
-// its agent (seeing the token, if any, once on the landing page); a JSON
-// client gets 201 when the sandbox is Ready and 202 while it still wakes.
+// respondAccount answers a signup, recreate or token rotation: a browser
+// that was given a new token sees it on a page of this response alone
+// (never stored, never shown again), with a link on to its agent; one
+// that was not is redirected to its agent. A JSON client gets 201 when
+// the sandbox is Ready and 202 while it still wakes.
 func (s *Server) respondAccount(w http.ResponseWriter, r *http.Request, user, token string, ready bool) {
 	if browser(r) {
 		if token != "" {
-			ck, err := s.flashCookie(flash{User: user, Token: token})
-			if err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			http.SetCookie(w, ck)
+			s.renderPage(w, r, http.StatusOK, pageData{Page: "token", User: user, Token: token, AgentURL: agentPath(user)})
+			return
 		}
 		seeOther(w, r, agentPath(user))
 		return
@@ -93,10 +101,12 @@ func (s *Server) readSignup(w http.ResponseWriter, r *http.Request) (string, err
 		return "", err
 	}
 	user := in.User
+	noteActor(r, user, authNone)
 	if sso, ok := s.proxyUser(r); ok {
 		if user == "" {
 			user = sso
 		}
+		noteActor(r, user, authSSO)
 		if user != sso {
 			return "", fmt.Errorf("%w: signup for %q by SSO user %q", ErrForbidden, user, sso)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -27,6 +28,12 @@ type tokenReviewer interface {
 // sends its projected token (bound to the internal audience) as a bearer
 // token, the API server reviews it, and the result is cached briefly, keyed
 // by the token's SHA-256, so a busy proxy costs one review per TTL.
+//
+// Each review loads the API server, so reviews of tokens that have not
+// passed one (random tokens from anyone who reaches /internal/) are
+// rate limited per client and across all clients; a token that passed is
+// vouched for and reviewed again whenever its result expires, whatever
+// others spend.
 type guard struct {
 	reviews  tokenReviewer
 	audience string
@@ -35,6 +42,12 @@ type guard struct {
 	now      func() time.Time
 	m        *Metrics
 	cache    *lru.Cache[[32]byte, review]
+
+	trusted     []netip.Prefix
+	callers     *limiter
+	budget      budget
+	budgetLimit int
+	vouched     *lru.Cache[[32]byte, struct{}]
 }
 
 // review is one remembered TokenReview outcome.
@@ -45,21 +58,26 @@ type review struct {
 }
 
 func newGuard(o Options) *guard {
-	c, _ := lru.New[[32]byte, review](tokenReviewCacheSize) // size is positive
+	c, _ := lru.New[[32]byte, review](tokenReviewCacheSize)   // size is positive
+	v, _ := lru.New[[32]byte, struct{}](tokenReviewCacheSize) // size is positive
 	return &guard{
-		reviews:  o.Kube.AuthenticationV1().TokenReviews(),
-		audience: o.InternalAudience,
-		allowed:  o.AllowedServiceAccounts,
-		ttl:      o.TokenReviewCacheTTL,
-		now:      o.Now,
-		m:        o.Metrics,
-		cache:    c,
+		reviews:     o.Kube.AuthenticationV1().TokenReviews(),
+		audience:    o.InternalAudience,
+		allowed:     o.AllowedServiceAccounts,
+		ttl:         o.TokenReviewCacheTTL,
+		now:         o.Now,
+		m:           o.Metrics,
+		cache:       c,
+		trusted:     o.TrustedProxies,
+		callers:     newLimiter(o.InternalReviewLimit, budgetWindow, o.Now),
+		budgetLimit: o.InternalReviewBudget,
+		vouched:     v,
 	}
 }
 
 // check returns the ServiceAccount username behind r's bearer token, or an
-// error wrapping ErrCallerUnauthenticated, ErrCallerForbidden or
-// ErrUnavailable (not cached).
+// error wrapping ErrCallerUnauthenticated, ErrCallerForbidden,
+// ErrRateLimited or ErrUnavailable (the last two not cached).
 func (g *guard) check(ctx context.Context, r *http.Request) (string, error) {
 	tok := bearer(r)
 	if tok == "" {
@@ -70,6 +88,12 @@ func (g *guard) check(ctx context.Context, r *http.Request) (string, error) {
 	if rv, ok := g.cache.Get(key); ok && g.now().Before(rv.expiry) {
 		g.m.TokenReviews.WithLabelValues(outcomeOf(rv.err), "true").Inc()
 		return rv.user, rv.err
+	}
+	if !g.vouched.Contains(key) {
+		if err := g.admit(r); err != nil {
+			g.m.TokenReviews.WithLabelValues("rate_limited", "false").Inc()
+			return "", err
+		}
 	}
 	start := time.Now()
 	res, err := g.reviews.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{
@@ -88,8 +112,27 @@ func (g *guard) check(ctx context.Context, r *http.Request) (string, error) {
 		rv.err = fmt.Errorf("%w: %s", ErrCallerForbidden, rv.user)
 	}
 	g.cache.Add(key, rv)
+	if rv.err == nil {
+		g.vouched.Add(key, struct{}{})
+	} else {
+		g.vouched.Remove(key)
+	}
 	g.m.TokenReviews.WithLabelValues(outcomeOf(rv.err), "false").Inc()
 	return rv.user, rv.err
+}
+
+// admit spends one review from r's client and from the budget all clients
+// share, or returns ErrRateLimited with the wait.
+func (g *guard) admit(r *http.Request) error {
+	client := clientAddr(r, g.trusted)
+	ok, wait := g.callers.allow(client)
+	if ok {
+		ok, wait = g.budget.take(g.now(), g.budgetLimit, budgetWindow)
+	}
+	if !ok {
+		return withRetryAfter(fmt.Errorf("%w: token reviews for %s", ErrRateLimited, client), wait)
+	}
+	return nil
 }
 
 func outcomeOf(err error) string {

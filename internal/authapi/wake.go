@@ -46,6 +46,11 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	noteActor(r, req.User, authCaller)
+	noteAudit(r, "caller", Caller(r))
+	if req.Sandbox != "" {
+		noteAudit(r, "sandbox", req.Sandbox)
+	}
 	c, err := s.wakeTarget(req)
 	if err != nil {
 		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
@@ -54,8 +59,13 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 	}
 	a, _ := account.FromClaim(c) // wakeTarget checked it
 	out := wakeResponse{User: a.User, Sandbox: sandboxOf(c)}
+	noteActor(r, a.User, authCaller)
+	if req.Sandbox == "" && out.Sandbox != "" {
+		noteAudit(r, "sandbox", out.Sandbox)
+	}
 	if out.Sandbox == "" {
 		s.opts.Metrics.Wakes.WithLabelValues("unbound").Inc()
+		noteAudit(r, "result", "unbound")
 		writeJSON(w, http.StatusAccepted, out) // the controller is still binding one; it starts Running
 		return
 	}
@@ -82,7 +92,9 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 		out.Patched = true
 		s.log.Info("sandbox woken", "user", a.User, "sandbox", sb.Name, "caller", Caller(r))
 	}
-	s.opts.Metrics.Wakes.WithLabelValues(map[bool]string{true: "patched", false: "running"}[out.Patched]).Inc()
+	result := map[bool]string{true: "patched", false: "running"}[out.Patched]
+	noteAudit(r, "result", result)
+	s.opts.Metrics.Wakes.WithLabelValues(result).Inc()
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -44,14 +44,15 @@ func (s *session) landingSignedIn(user string) string {
 // TestBrowserFlows walks the user flows of issue 9 in headless Chromium
 // against the full local platform, once per routing mode (issue 11), in
 // order, each building on the last:
-//  1. sign up through the landing page into the agent UI (relative assets,
-//     SSE, WebSocket); in subdomain routing the browser ends at the root of
+//  1. sign up through the landing page, see the bearer token once on
+//     signup's own answer, follow its link into the agent UI (relative
+//     assets, SSE, WebSocket); in subdomain routing the browser ends at the root of
 //     the user's origin, whose host-only cookie is the only session there;
 //  2. reload keeps the session, also after the session token expired and
 //     was renewed;
-//  3. log out (the agent no longer opens: its path answers 401, or its
-//     origin sends the browser to the anonymous landing page), log in
-//     again with the bearer token the landing page showed once;
+//  3. the landing page never shows the token; log out (the agent no
+//     longer opens: its path answers 401, or its origin sends the browser
+//     to the anonymous landing page), log in again with the token;
 //  4. a second user, in a separate browser context, cannot reach the first
 //     user's agent by typed URL, nor by following a link on another site or
 //     on the gateway's own landing page;
@@ -60,7 +61,8 @@ func (s *session) landingSignedIn(user string) string {
 //     agent or the session cookies;
 //  5. the agent, left idle, is suspended by the sweeper; opening it again
 //     shows the waking page, then the agent with its earlier conversation;
-//  6. recreate and delete from the landing page, with their confirmations.
+//  6. recreate and delete from the landing page, with their confirmations;
+//     recreate shows a new token once, the old one no longer logs in.
 //
 // Each mode has its own platform, browser and artifact directory.
 func TestBrowserFlows(t *testing.T) {
@@ -138,11 +140,16 @@ func signupFlow(s *session, user string) (token string) {
 	s.do("signup form filled", stepTimeout, func(ctx context.Context) error {
 		return typeInto(ctx, `form[action="/users"] input[name="user"]`, user)
 	})
-	s.do("agent UI after signup", agentTimeout, func(ctx context.Context) error {
+	s.do("token page after signup", agentTimeout, func(ctx context.Context) error {
 		if err := click(ctx, `form[action="/users"] button`); err != nil {
 			return err
 		}
-		return until(ctx, user+"'s agent UI at "+s.p.agentURL(user, ""), s.agentReady(user))
+		var err error
+		token, err = readTokenPage(ctx, s, user)
+		return err
+	})
+	s.do("agent UI from the token page", agentTimeout, func(ctx context.Context) error {
+		return openAgentFromTokenPage(ctx, s, user)
 	})
 	if s.p.subdomain() {
 		s.do("cookies kept per origin", stepTimeout, func(ctx context.Context) error {
@@ -182,26 +189,37 @@ func signupFlow(s *session, user string) (token string) {
 		msg := "remember this, " + user
 		return postMessage(ctx, msg)
 	})
-	s.do("landing shows the token once", stepTimeout, func(ctx context.Context) error {
-		// The flash cookie set at signup: the first visit of the landing
-		// page after signup shows the token.
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page with the token", s.landingSignedIn(user)+` && document.querySelector('.token pre')`); err != nil {
-			return err
-		}
-		var err error
-		token, err = eval[string](ctx, `document.querySelector('.token pre').textContent.trim()`)
-		if err != nil {
-			return err
-		}
-		if len(token) < 20 {
-			return fmt.Errorf("%w: token %q is too short", errUnexpected, token)
-		}
-		return nil
-	})
 	return token
+}
+
+// tokenPage is true on the page a signup, recreate or token rotation
+// answers with: the new token, shown on this response alone, and a link
+// on to user's agent.
+func (s *session) tokenPage(user string) string {
+	return fmt.Sprintf(`document.querySelector('.token pre') && document.querySelector('a.button[href="/u/%s/"]')`, user)
+}
+
+// readTokenPage waits for the token page and returns the token it shows.
+func readTokenPage(ctx context.Context, s *session, user string) (string, error) {
+	if err := until(ctx, "the token page", s.tokenPage(user)); err != nil {
+		return "", err
+	}
+	token, err := eval[string](ctx, `document.querySelector('.token pre').textContent.trim()`)
+	if err != nil {
+		return "", err
+	}
+	if len(token) < 40 {
+		return "", fmt.Errorf("%w: token %q is too short", errUnexpected, token)
+	}
+	return token, nil
+}
+
+// openAgentFromTokenPage follows the token page's link to user's agent.
+func openAgentFromTokenPage(ctx context.Context, s *session, user string) error {
+	if err := click(ctx, fmt.Sprintf(`a.button[href="/u/%s/"]`, user)); err != nil {
+		return err
+	}
+	return until(ctx, user+"'s agent UI at "+s.p.agentURL(user, ""), s.agentReady(user))
 }
 
 // originCookies checks the browser's cookie jar after user entered their
@@ -302,24 +320,24 @@ func reloadFlow(s *session, p *platform, user string) {
 	})
 }
 
-// logoutLoginFlow reads the bearer token the landing page shows once after
-// signup, logs out, checks the agent path is closed, and logs in again
-// with the token. It returns the token.
+// logoutLoginFlow checks the landing page never shows the bearer token
+// (only signup's own response did), logs out, checks the agent path is
+// closed, and logs in again with the token.
 func logoutLoginFlow(s *session, user, token string) {
 	s.t.Helper()
-	s.do("landing shows the token only once", stepTimeout, func(ctx context.Context) error {
+	s.do("landing never shows the token", stepTimeout, func(ctx context.Context) error {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
 		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
-		shown, err := eval[bool](ctx, `!!document.querySelector('.token pre')`)
+		shown, err := eval[bool](ctx, fmt.Sprintf(`!!document.querySelector('.token pre') || document.documentElement.outerHTML.includes(%q)`, token))
 		if err != nil {
 			return err
 		}
 		if shown {
-			return fmt.Errorf("%w: the token is shown a second time", errUnexpected)
+			return fmt.Errorf("%w: the landing page shows the token", errUnexpected)
 		}
 		return nil
 	})
@@ -350,16 +368,7 @@ func logoutLoginFlow(s *session, user, token string) {
 		return nil
 	})
 	s.do("login form filled", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
-			return err
-		}
-		return typeInto(ctx, `form[action="/login"] input[name="token"]`, token)
+		return fillLogin(ctx, s, user, token)
 	})
 	s.do("agent UI after login", agentTimeout, func(ctx context.Context) error {
 		if err := click(ctx, `form[action="/login"] button`); err != nil {
@@ -367,6 +376,32 @@ func logoutLoginFlow(s *session, user, token string) {
 		}
 		return until(ctx, "the agent after login", s.agentReady(user)+` && document.querySelector('#conversation').textContent.includes('remember this')`)
 	})
+}
+
+// fillLogin opens the anonymous landing page and fills its login form.
+func fillLogin(ctx context.Context, s *session, user, token string) error {
+	if _, err := navigate(ctx, s, "/"); err != nil {
+		return err
+	}
+	if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
+		return err
+	}
+	if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
+		return err
+	}
+	return typeInto(ctx, `form[action="/login"] input[name="token"]`, token)
+}
+
+// loginRefused logs in as user with token through the landing page and
+// expects the refusal page.
+func loginRefused(ctx context.Context, s *session, user, token string) error {
+	if err := fillLogin(ctx, s, user, token); err != nil {
+		return err
+	}
+	if err := click(ctx, `form[action="/login"] button`); err != nil {
+		return err
+	}
+	return until(ctx, "a refused login", fmt.Sprintf(`document.readyState === 'complete' && location.origin === %q && location.pathname !== '/u/%s/' && !!document.querySelector('.error')`, s.p.mainOrigin(), user))
 }
 
 // suspendWakeFlow posts a message, leaves the agent idle until the sweeper
@@ -416,8 +451,9 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	})
 }
 
-// recreateDeleteFlow recreates user's workspace and then deletes the
-// account, both through the landing page and its confirmation pages.
+// recreateDeleteFlow recreates user's workspace, which shows a new token
+// once and kills the old one, and then deletes the account, both through
+// the landing page and its confirmation pages.
 func recreateDeleteFlow(s *session, user, token string) {
 	s.t.Helper()
 	s.do("recreate confirmation", stepTimeout, func(ctx context.Context) error {
@@ -432,15 +468,50 @@ func recreateDeleteFlow(s *session, user, token string) {
 		}
 		return until(ctx, "the recreate confirmation", `location.pathname === '/recreate' && document.querySelector('form[action="/recreate"] button.danger')`)
 	})
-	s.do("recreated agent", agentTimeout, func(ctx context.Context) error {
+	var fresh string
+	s.do("token page after recreate", agentTimeout, func(ctx context.Context) error {
 		if err := click(ctx, `form[action="/recreate"] button.danger`); err != nil {
 			return err
 		}
-		if err := until(ctx, "the fresh agent", s.agentReady(user)); err != nil {
+		var err error
+		if fresh, err = readTokenPage(ctx, s, user); err != nil {
+			return err
+		}
+		if fresh == token {
+			return fmt.Errorf("%w: recreate kept the old token", errUnexpected)
+		}
+		return nil
+	})
+	s.do("recreated agent", agentTimeout, func(ctx context.Context) error {
+		if err := openAgentFromTokenPage(ctx, s, user); err != nil {
 			return err
 		}
 		// A fresh workspace: the earlier conversation is gone.
 		return until(ctx, "an empty conversation", `!document.querySelector('#conversation').textContent.includes('remember this')`)
+	})
+	s.do("logged out after recreate", stepTimeout, func(ctx context.Context) error {
+		if _, err := navigate(ctx, s, "/"); err != nil {
+			return err
+		}
+		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
+			return err
+		}
+		if err := click(ctx, `form[action="/logout"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the anonymous landing page", s.landingAnonymous())
+	})
+	s.do("token from before the recreate refused", stepTimeout, func(ctx context.Context) error {
+		return loginRefused(ctx, s, user, token)
+	})
+	s.do("login with the new token", agentTimeout, func(ctx context.Context) error {
+		if err := fillLogin(ctx, s, user, fresh); err != nil {
+			return err
+		}
+		if err := click(ctx, `form[action="/login"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the agent after login", s.agentReady(user))
 	})
 	s.do("delete confirmation", stepTimeout, func(ctx context.Context) error {
 		if _, err := navigate(ctx, s, "/"); err != nil {
@@ -477,23 +548,8 @@ func recreateDeleteFlow(s *session, user, token string) {
 		}
 		return nil
 	})
-	s.do("old token refused after delete", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/login"] input[name="token"]`, token); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/login"] button`); err != nil {
-			return err
-		}
-		return until(ctx, "a refused login", fmt.Sprintf(`document.readyState === 'complete' && location.origin === %q && location.pathname !== '/u/%s/' && !!document.querySelector('.error')`, s.p.mainOrigin(), user))
+	s.do("token refused after delete", stepTimeout, func(ctx context.Context) error {
+		return loginRefused(ctx, s, user, fresh)
 	})
 }
 

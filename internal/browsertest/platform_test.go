@@ -175,6 +175,10 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
+	entryVer, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.EntryAudience(authapi.DefaultAudience), Leeway: verifierLeeway})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var done []chan error
 	var handshakers []*handshake.Handshaker
@@ -240,7 +244,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 			RoutingMode: mode,
 		}
 		if mode == userorigin.Subdomain {
-			opts.UserDomain, opts.PublicOrigin, opts.OriginVerifier = userDomain, p.mainOrigin(), originVer
+			opts.UserDomain, opts.PublicOrigin, opts.OriginVerifier, opts.EntryVerifier = userDomain, p.mainOrigin(), originVer, entryVer
 		}
 		if n.px, err = nodeproxy.New(opts); err != nil {
 			t.Fatal(err)

@@ -2,7 +2,7 @@
 // does: `kubectl apply -k` of an overlay whose only changes to the shipped
 // manifests are the image names, the site's public host names and, where
 // the caller asks for them, shorter idle timings; plus the node proxies'
-// TLS certificate as the Secret the manifests expect. It then waits until
+// TLS certificate and shared hop key as the Secrets the manifests expect. It then waits until
 // every workload is ready.
 package clusterinstall
 
@@ -13,6 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+)
+
+// The shipped namespaces (manifests/namespace): the auth API and the
+// sandboxes run in SandboxNamespace, the node proxies and their TLS Secret
+// in NodeProxyNamespace.
+const (
+	SandboxNamespace   = "sandgate"
+	NodeProxyNamespace = "sandgate-node"
 )
 
 // Kubectl runs kubectl against the cluster with stdin and returns its
@@ -52,8 +60,9 @@ type Entries struct {
 	Kubectl string `json:"kubectl"`
 	// Dir is the cluster's data directory, with every component's log.
 	Dir string `json:"dir"`
-	// PoliciesEnforced says whether a NetworkPolicy enforcer runs.
-	PoliciesEnforced bool `json:"policiesEnforced"`
+	// PolicyEnforcer names the NetworkPolicy enforcer that runs; empty
+	// when none does.
+	PolicyEnforcer string `json:"policyEnforcer"`
 }
 
 // Installed is what Install set up.
@@ -75,6 +84,9 @@ func Install(ctx context.Context, kubectl Kubectl, o Options) (*Installed, error
 	if err != nil {
 		return nil, err
 	}
+	if err := writeHopKey(overlay); err != nil {
+		return nil, err
+	}
 	text, err := overlayText(overlay, o)
 	if err != nil {
 		return nil, err
@@ -86,9 +98,9 @@ func Install(ctx context.Context, kubectl Kubectl, o Options) (*Installed, error
 		return nil, err
 	}
 	for _, w := range [][]string{
-		{"-n", "sandgate", "rollout", "status", "deployment/authapi", "--timeout=300s"},
-		{"-n", "sandgate", "rollout", "status", "daemonset/nodeproxy", "--timeout=300s"},
-		{"-n", "sandgate", "wait", "--for=jsonpath={.status.readyReplicas}=2", "sandboxwarmpool/dsh-pool", "--timeout=300s"},
+		{"-n", SandboxNamespace, "rollout", "status", "deployment/authapi", "--timeout=300s"},
+		{"-n", NodeProxyNamespace, "rollout", "status", "daemonset/nodeproxy", "--timeout=300s"},
+		{"-n", SandboxNamespace, "wait", "--for=jsonpath={.status.readyReplicas}=2", "sandboxwarmpool/dsh-pool", "--timeout=300s"},
 	} {
 		if _, err := kubectl(ctx, "", w...); err != nil {
 			return nil, err
@@ -98,7 +110,7 @@ func Install(ctx context.Context, kubectl Kubectl, o Options) (*Installed, error
 }
 
 // overlayText is the kustomization: the shipped manifests, the images
-// built here, the TLS Secret and the site's settings.
+// built here, the TLS and hop key Secrets and the site's settings.
 func overlayText(overlay string, o Options) (string, error) {
 	base, err := filepath.Rel(overlay, o.Manifests)
 	if err != nil {
@@ -115,15 +127,19 @@ images:
   - {name: dsh-web, newName: %[2]s/agent-standin, newTag: %[3]s}
 secretGenerator:
   - name: nodeproxy-tls
-    namespace: sandgate
+    namespace: %[5]s
     type: kubernetes.io/tls
     files: [tls.crt, tls.key]
+    options: {disableNameSuffixHash: true}
+  - name: nodeproxy-hop-key
+    namespace: %[5]s
+    files: [hop.key]
     options: {disableNameSuffixHash: true}
 patches:
   - target: {kind: ConfigMap, name: sandgate-public}
     patch: |-
       - {op: replace, path: /data/DSH_TRUSTED_HOSTS, value: "%[4]s"}
-`, base, o.Registry, o.Version, strings.Join(o.Hosts, ","))
+`, base, o.Registry, o.Version, strings.Join(o.Hosts, ","), NodeProxyNamespace)
 	if o.IdleTimeout > 0 {
 		fmt.Fprintf(&b, `  - target: {kind: ConfigMap, name: authapi-config}
     patch: |-

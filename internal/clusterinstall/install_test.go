@@ -14,8 +14,10 @@ import (
 
 // TestOverlayRendersTheShippedManifests renders the overlay Install writes
 // with kubectl kustomize, against the repository's manifests: every image
-// is one built here, the TLS Secret is the one the DaemonSet mounts, the
-// public hosts are set, and the idle timings change only when asked.
+// is one built here, the TLS and hop key Secrets are the ones the
+// DaemonSet mounts, in its namespace, the workloads Install waits for are
+// in the namespaces it waits in, the public hosts are set, and the idle
+// timings change only when asked.
 func TestOverlayRendersTheShippedManifests(t *testing.T) {
 	bins, err := controlplane.FindBinaries(os.Getenv("KUBEBUILDER_ASSETS"), controlplane.DefaultCacheDir(os.Getenv))
 	if err != nil || bins.Kubectl == "" {
@@ -41,6 +43,9 @@ func TestOverlayRendersTheShippedManifests(t *testing.T) {
 			}
 			hosts := []string{"10.200.0.2", "10.200.0.3", "localhost"}
 			if _, err := writeCertificate(dir, hosts); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeHopKey(dir); err != nil {
 				t.Fatal(err)
 			}
 			o := Options{Manifests: manifests, Registry: "sandgate.local", Version: "v9", Hosts: hosts, IdleTimeout: tt.idle, ReportInterval: 2 * time.Second}
@@ -76,6 +81,25 @@ func TestOverlayRendersTheShippedManifests(t *testing.T) {
 			for _, n := range tt.not {
 				if strings.Contains(rendered, n) {
 					t.Errorf("the rendered overlay has %q", n)
+				}
+			}
+			objs, err := controlplane.DecodeManifests(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range []struct{ kind, name, namespace string }{
+				{"Secret", "nodeproxy-tls", NodeProxyNamespace},
+				{"Secret", "nodeproxy-hop-key", NodeProxyNamespace},
+				{"DaemonSet", "nodeproxy", NodeProxyNamespace},
+				{"Deployment", "authapi", SandboxNamespace},
+				{"SandboxWarmPool", "dsh-pool", SandboxNamespace},
+			} {
+				found := false
+				for _, obj := range objs {
+					found = found || obj.GetKind() == w.kind && obj.GetName() == w.name && obj.GetNamespace() == w.namespace
+				}
+				if !found {
+					t.Errorf("the rendered overlay has no %s %s in namespace %s", w.kind, w.name, w.namespace)
 				}
 			}
 		})

@@ -109,7 +109,13 @@ func envOr(k, def string) string {
 
 // kubectl runs kubectl as cluster admin.
 func (j *journey) kubectl(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return j.kubectlWithin(time.Minute, args...)
+}
+
+// kubectlWithin runs kubectl for at most d: longer than a command's own
+// --timeout, so that the command says what it waited for.
+func (j *journey) kubectlWithin(d time.Duration, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, j.e.Kubectl, append([]string{"--kubeconfig=" + j.e.Kubeconfig}, args...)...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/clusterinstall"
 )
 
 // The journey's idle timings: short enough to watch a suspend, and the
@@ -75,10 +77,10 @@ func TestJourney(t *testing.T) {
 	done()
 
 	done = j.step("node-proxy DaemonSet rollout, then the handshake again on both nodes")
-	if out, err := j.kubectl("-n", "sandgate", "rollout", "restart", "daemonset/nodeproxy"); err != nil {
+	if out, err := j.kubectl("-n", clusterinstall.NodeProxyNamespace, "rollout", "restart", "daemonset/nodeproxy"); err != nil {
 		t.Fatalf("restart the node proxies: %v %s", err, out)
 	}
-	if out, err := j.kubectl("-n", "sandgate", "rollout", "status", "daemonset/nodeproxy", "--timeout=180s"); err != nil {
+	if out, err := j.kubectlWithin(200*time.Second, "-n", clusterinstall.NodeProxyNamespace, "rollout", "status", "daemonset/nodeproxy", "--timeout=180s"); err != nil {
 		t.Fatalf("node-proxy rollout: %v %s", err, out)
 	}
 	for _, i := range []int{pod, other} {
@@ -159,7 +161,7 @@ func (j *journey) signup(i int, user string) account {
 	if a.cookie == "" {
 		j.t.Fatalf("signup set no __Host- session cookie: %v", resp.Header.Values("Set-Cookie"))
 	}
-	claim, err := j.kubectl("-n", "sandgate", "get", "sandboxclaim", "dsh-"+user, "-o", "jsonpath={.status.sandbox.name}")
+	claim, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandboxclaim", "dsh-"+user, "-o", "jsonpath={.status.sandbox.name}")
 	if err != nil || claim == "" {
 		j.t.Fatalf("alice's claim names no sandbox: %v %s", err, claim)
 	}
@@ -170,7 +172,7 @@ func (j *journey) signup(i int, user string) account {
 
 // podNode is the index of the node that runs a's pod.
 func (j *journey) podNode(a account) int {
-	node, err := j.kubectl("-n", "sandgate", "get", "sandbox", a.sandbox, "-o", "jsonpath={.status.nodeName}")
+	node, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.status.nodeName}")
 	if err != nil {
 		j.t.Fatalf("read the sandbox's node: %v %s", err, node)
 	}

@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/clusterinstall"
 )
 
 // sandboxMode is the Sandbox's operatingMode ("" counts as Running).
 func (j *journey) sandboxMode(a account) string {
-	mode, err := j.kubectl("-n", "sandgate", "get", "sandbox", a.sandbox, "-o", "jsonpath={.spec.operatingMode}")
+	mode, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.spec.operatingMode}")
 	if err != nil {
 		j.t.Fatalf("read the sandbox's mode: %v %s", err, mode)
 	}
@@ -23,7 +25,7 @@ func (j *journey) waitSuspended(a account, timeout time.Duration) {
 		if j.sandboxMode(a) != "Suspended" {
 			return false
 		}
-		pod, _ := j.kubectl("-n", "sandgate", "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}")
+		pod, _ := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}")
 		return pod == ""
 	})
 }
@@ -35,7 +37,7 @@ func (j *journey) waitSuspended(a account, timeout time.Duration) {
 func (j *journey) leaderKilledWhileActive(a account, i int) {
 	j.t.Helper()
 	lease := func() string {
-		h, _ := j.kubectl("-n", "sandgate", "get", "lease", "sandgate-authapi-leader", "-o", "jsonpath={.spec.holderIdentity}")
+		h, _ := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "lease", "sandgate-authapi-leader", "-o", "jsonpath={.spec.holderIdentity}")
 		return h
 	}
 	leader := lease()
@@ -53,7 +55,7 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 			j.t.Fatalf("the sandbox was suspended while in use (leader %s deleted: %v)", leader, deleted)
 		}
 		if !deleted && time.Until(end) < idleTimeout/2+4*reportInterval {
-			if out, err := j.kubectl("-n", "sandgate", "delete", "pod", pod, "--wait=false"); err != nil {
+			if out, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "delete", "pod", pod, "--wait=false"); err != nil {
 				j.t.Fatalf("delete the leader %s: %v %s", pod, err, out)
 			}
 			deleted = true
@@ -73,7 +75,7 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 func (j *journey) waitGone(a account) {
 	j.t.Helper()
 	j.poll(3*time.Minute, "claim, Sandbox and PVC removed", func() bool {
-		out, _ := j.kubectl("-n", "sandgate", "get", "sandboxclaims,sandboxes,pvc", "-o", "name")
+		out, _ := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandboxclaims,sandboxes,pvc", "-o", "name")
 		return !strings.Contains(out, "dsh-"+a.user) && !strings.Contains(out, a.sandbox)
 	})
 }

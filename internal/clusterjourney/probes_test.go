@@ -37,7 +37,7 @@ func (j *journey) probeMatrix() {
 		if note != "" {
 			got = "-"
 		}
-		if note == "" && !f.Allowed && !j.e.PoliciesEnforced {
+		if note == "" && !f.Allowed && j.e.PolicyEnforcer == "" {
 			note = " (NOT ENFORCED: no NetworkPolicy enforcer runs)"
 		}
 		rows = append(rows, fmt.Sprintf("%-16s %-16s %-9s %-8s %-8s %s%s", f.From, f.To, strconv.Itoa(int(f.Port))+"/"+string(f.Proto), want, got, f.Why, note))
@@ -45,7 +45,10 @@ func (j *journey) probeMatrix() {
 			failed = append(failed, fmt.Sprintf("%s -> %s %d/%s: %s, want %s (%s)", f.From, f.To, f.Port, f.Proto, got, want, f.Why))
 		}
 	}
-	enforced := map[bool]string{true: "enforced by kube-network-policies", false: "NOT enforced"}[j.e.PoliciesEnforced]
+	enforced := "NOT enforced"
+	if j.e.PolicyEnforcer != "" {
+		enforced = "enforced by " + j.e.PolicyEnforcer
+	}
 	j.t.Log("NetworkPolicy probes, base variant, policies " + enforced + ":\n  " + strings.Join(rows, "\n  "))
 	if len(failed) > 0 {
 		j.t.Fatalf("flows that disagree with docs/traffic-matrix.yaml:\n  %s", strings.Join(failed, "\n  "))
@@ -160,7 +163,7 @@ func (j *journey) attachProbe(ns, pod string) string {
 	}
 	image := "sandgate.local/busybox:" + envOr("VERSION", "dev")
 	if out, err := j.kubectl("-n", ns, "debug", pod, "-c", name, "--image", image, "--image-pull-policy", "IfNotPresent",
-		"--profile", "general", "--custom", custom, "--", "sleep", "3600"); err != nil {
+		"--profile", "restricted", "--custom", custom, "--", "sleep", "3600"); err != nil {
 		j.t.Fatalf("attach a probe container to %s/%s: %v %s", ns, pod, err, out)
 	}
 	j.poll(time.Minute, "the probe container in "+pod+" running", func() bool {

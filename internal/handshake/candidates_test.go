@@ -123,6 +123,7 @@ func TestRefusedTokenNotRetried(t *testing.T) {
 		t.Fatalf("got %v, want a refused token (an exchange error)", err)
 	}
 	x.wantExchanges(2) // the newest and the next one, then it gives up
+	x.advance(DefaultFailureTTL)
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q", got)
 	}
@@ -139,6 +140,7 @@ func TestRefusedTokenNotRetried(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	for range 3 {
+		y.advance(DefaultFailureTTL)
 		if _, err := y.h.Refresh(context.Background(), y.target, ""); !errors.Is(err, ErrNoToken) {
 			t.Fatalf("got %v, want ErrNoToken", err)
 		}
@@ -173,6 +175,7 @@ func TestFailedExchangeMarksNothing(t *testing.T) {
 	x.app.mu.Lock()
 	x.app.raw = ""
 	x.app.mu.Unlock()
+	x.advance(DefaultFailureTTL)
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q", got)
 	}

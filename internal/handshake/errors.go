@@ -41,6 +41,10 @@ var (
 	// configured prefix. Proxy: 502.
 	ErrNoCookie = errors.New("token exchange returned no auth cookie")
 
+	// ErrThrottled means the user caused MaxPerUser handshakes within the
+	// last minute. Proxy: 503 with Retry-After.
+	ErrThrottled = errors.New("too many handshakes for this user")
+
 	// ErrClosed means the Handshaker was closed. Proxy: 503.
 	ErrClosed = errors.New("handshaker closed")
 )

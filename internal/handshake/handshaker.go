@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,8 +61,10 @@ func (t Target) logRef() logRef {
 	return logRef{namespace: t.Namespace, pod: t.Pod, uid: t.PodUID, container: t.Container}
 }
 
+// key names t's cookie; Host names compare case-insensitively, so case
+// variants of one Host share it.
 func (t Target) key() cacheKey {
-	return cacheKey{user: t.User, podUID: t.PodUID, host: t.Host}
+	return cacheKey{user: t.User, podUID: t.PodUID, host: strings.ToLower(t.Host)}
 }
 
 // Handshaker reads launch tokens from pod log files (or token files) on
@@ -69,15 +72,17 @@ func (t Target) key() cacheKey {
 // per (user, pod UID, Host). It is safe for concurrent use; build one in
 // main with New and Close it on shutdown.
 type Handshaker struct {
-	log     *slog.Logger
-	source  tokenSource
-	refused *refusedTokens
-	ex      *exchanger
-	cache   *cookieCache
-	metrics *metrics
-	timeout time.Duration
-	now     func() time.Time
-	group   singleflight.Group
+	log      *slog.Logger
+	source   tokenSource
+	refused  *refusedTokens
+	ex       *exchanger
+	cache    *cookieCache
+	failures *failureCache
+	budget   *userBudget
+	metrics  *metrics
+	timeout  time.Duration
+	now      func() time.Time
+	group    singleflight.Group
 
 	mu sync.Mutex
 	// epoch counts ForgetPod and ForgetUser calls. A handshake stores its
@@ -104,6 +109,14 @@ func New(o Options) (*Handshaker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build refused token cache: %w", err)
 	}
+	failures, err := newFailureCache(o.FailureTTL, o.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("build failure cache: %w", err)
+	}
+	budget, err := newUserBudget(o.MaxPerUser, o.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("build handshake budget: %w", err)
+	}
 	m, err := newMetrics(o.Registerer, o.TokenSource)
 	if err != nil {
 		return nil, err
@@ -114,14 +127,16 @@ func New(o Options) (*Handshaker, error) {
 	}
 	now := time.Now
 	return &Handshaker{
-		log:     o.Logger.With("component", "handshake"),
-		source:  src,
-		refused: refused,
-		ex:      newExchanger(o, now),
-		cache:   cache,
-		metrics: m,
-		timeout: o.Timeout,
-		now:     now,
+		log:      o.Logger.With("component", "handshake"),
+		source:   src,
+		refused:  refused,
+		ex:       newExchanger(o, now),
+		cache:    cache,
+		failures: failures,
+		budget:   budget,
+		metrics:  m,
+		timeout:  o.Timeout,
+		now:      now,
 	}, nil
 }
 
@@ -216,6 +231,7 @@ func (h *Handshaker) forget(match func(cacheKey) bool) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.epoch++
+	h.failures.removeIf(match)
 	return h.cache.removeIf(match)
 }
 
@@ -244,12 +260,20 @@ func (h *Handshaker) isClosed() bool {
 // ctx. force skips the cache check a late joiner would otherwise get.
 func (h *Handshaker) flight(ctx context.Context, t Target, k cacheKey, force bool) (string, error) {
 	ch := h.group.DoChan(k.flightKey(), func() (any, error) {
+		now := h.now()
 		if !force {
 			// A flight that just finished may have stored the cookie
 			// between our cache miss and now.
-			if e, ok := h.cache.get(k, h.now()); ok {
+			if e, ok := h.cache.get(k, now); ok {
 				return e.cookie, nil
 			}
+		}
+		if err := h.failures.get(k, now); err != nil {
+			return "", err
+		}
+		if !h.budget.take(t.User, now) {
+			h.metrics.handshakes.WithLabelValues(resultThrottled, h.source.name()).Inc()
+			return "", fmt.Errorf("%w: %d per minute", ErrThrottled, h.budget.max)
 		}
 		return h.handshake(t, k)
 	})
@@ -297,6 +321,11 @@ func (h *Handshaker) handshake(t Target, k cacheKey) (string, error) {
 		// err is built by this package and never holds the token or
 		// the cookie.
 		h.log.LogAttrs(ctx, slog.LevelWarn, "handshake failed", append(attrs, slog.String("err", err.Error()))...)
+		h.mu.Lock()
+		if h.epoch == epoch {
+			h.failures.add(k, err, h.now())
+		}
+		h.mu.Unlock()
 		return "", err
 	}
 	h.log.LogAttrs(ctx, slog.LevelDebug, "handshake done", attrs...)

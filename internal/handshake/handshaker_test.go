@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,12 @@ type harness struct {
 	token  string
 	cookie string // Set-Cookie value name=value the app sends
 	target Target
+	skew   atomic.Int64 // how far the Handshaker's clock is ahead, in ns
 }
+
+// advance moves the Handshaker's clock (not the exchange's cookie
+// clock) forward by d.
+func (x *harness) advance(d time.Duration) { x.skew.Add(int64(d)) }
 
 const testAddr = "10.1.2.3:3080"
 
@@ -53,6 +59,7 @@ func newHarness(t *testing.T, mod func(*Options)) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
+	h.now = func() time.Time { return time.Now().Add(time.Duration(x.skew.Load())) }
 	x.h = h
 	x.target = testTarget(testAddr)
 	return x
@@ -338,14 +345,18 @@ func TestCookieErrors(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
-			// Failures are not cached: the next call tries again,
-			// except with a token the app refused (see
-			// TestRefusedTokenNotRetried).
+			// Failures are remembered for FailureTTL, then the next
+			// call tries again, except with a token the app refused
+			// (see TestRefusedTokenNotRetried).
 			before := x.app.exchanges.Load()
+			if _, again := x.h.Cookie(context.Background(), x.target); !errors.Is(again, tc.want) || x.app.exchanges.Load() != before {
+				t.Errorf("within FailureTTL: %v after %d more exchanges, want the remembered error", again, x.app.exchanges.Load()-before)
+			}
+			x.advance(DefaultFailureTTL)
 			x.h.Cookie(context.Background(), x.target)
 			if tc.want == ErrExchange || tc.want == ErrNoCookie {
 				if x.app.exchanges.Load() == before && tc.name != "dial refused" {
-					t.Error("failed exchange was cached")
+					t.Error("failed exchange still remembered after FailureTTL")
 				}
 			}
 			if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOf(tc.want), SourceLog)); v < 1 {
@@ -498,5 +509,37 @@ func TestNewErrors(t *testing.T) {
 	defer h.Close()
 	if _, err := New(Options{LogRoot: t.TempDir(), Registerer: reg}); err == nil {
 		t.Error("second registration on one registry accepted")
+	}
+}
+
+func TestHandshakesPerUserCapped(t *testing.T) {
+	x := newHarness(t, func(o *Options) { o.MaxPerUser = 3 })
+	// Host variants of one name share a cookie.
+	for _, host := range []string{"gw.example.com", "GW.Example.Com", "gw.EXAMPLE.com"} {
+		tg := x.target
+		tg.Host = host
+		x.mustCookie(tg)
+	}
+	x.wantExchanges(1)
+	// Each other Host costs a handshake, up to the user's budget.
+	for i, host := range []string{"gw.example.com:1", "gw.example.com:2", "gw.example.com:3"} {
+		tg := x.target
+		tg.Host = host
+		_, err := x.h.Cookie(context.Background(), tg)
+		if wantThrottled := i == 2; errors.Is(err, ErrThrottled) != wantThrottled {
+			t.Fatalf("handshake %d for Host %s: %v, throttled want %v", i+2, host, err, wantThrottled)
+		}
+	}
+	x.wantExchanges(3)
+	other := x.target
+	other.User, other.Host = "alice", "gw.example.com:3"
+	x.mustCookie(other)
+	x.advance(budgetWindow)
+	tg := x.target
+	tg.Host = "gw.example.com:3"
+	x.mustCookie(tg)
+	x.wantExchanges(5)
+	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultThrottled, SourceLog)); v != 1 {
+		t.Errorf("throttled handshakes = %v, want 1", v)
 	}
 }

@@ -19,12 +19,13 @@ const (
 	resultExchange   = "exchange_error"
 	resultNoCookie   = "no_cookie"
 	resultTimeout    = "timeout"
+	resultThrottled  = "throttled"
 	resultError      = "error"
 )
 
 var allResults = []string{
 	resultOK, resultInvalidRef, resultNoLogs, resultUnsafePath, resultNoToken,
-	resultRefused, resultExchange, resultNoCookie, resultTimeout, resultError,
+	resultRefused, resultExchange, resultNoCookie, resultTimeout, resultThrottled, resultError,
 }
 
 // Candidate outcomes, the only values of the candidates' outcome label.
@@ -107,6 +108,8 @@ func resultOf(err error) string {
 		return resultExchange
 	case errors.Is(err, context.DeadlineExceeded):
 		return resultTimeout
+	case errors.Is(err, ErrThrottled):
+		return resultThrottled
 	}
 	return resultError
 }

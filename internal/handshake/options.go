@@ -33,6 +33,12 @@ const (
 	defaultMaxGzipBytes  = 64 << 20
 	defaultTimeout       = 5 * time.Second
 	defaultCacheSize     = 4096
+	// DefaultMaxPerUser is how many handshakes one user may cause per
+	// minute when MaxPerUser is zero.
+	DefaultMaxPerUser = 30
+	// DefaultFailureTTL is how long a failed handshake is answered from
+	// memory when FailureTTL is zero.
+	DefaultFailureTTL = 2 * time.Second
 )
 
 // Token sources, the values of Options.TokenSource.
@@ -92,6 +98,12 @@ type Options struct {
 	Timeout time.Duration
 	// CacheSize bounds the number of cached cookies.
 	CacheSize int
+	// MaxPerUser caps the handshakes one user causes per minute, over all
+	// pods and Hosts; past it Cookie and Refresh return ErrThrottled.
+	MaxPerUser int
+	// FailureTTL is how long a failed handshake's error is returned for
+	// its (user, pod UID, Host) without trying again.
+	FailureTTL time.Duration
 	// Dial connects to a pod address; nil dials TCP. Tests pass an
 	// in-memory listener's dialer.
 	Dial fasthttp.DialFunc
@@ -149,6 +161,12 @@ func (o Options) Validate() error {
 	if o.CacheSize < 0 {
 		errs = append(errs, fmt.Errorf("cache size %d is negative", o.CacheSize))
 	}
+	if o.MaxPerUser < 0 {
+		errs = append(errs, fmt.Errorf("max handshakes per user %d is negative", o.MaxPerUser))
+	}
+	if o.FailureTTL < 0 {
+		errs = append(errs, fmt.Errorf("failure TTL %v is negative", o.FailureTTL))
+	}
 	return errors.Join(errs...)
 }
 
@@ -191,6 +209,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = defaultCacheSize
+	}
+	if o.MaxPerUser == 0 {
+		o.MaxPerUser = DefaultMaxPerUser
+	}
+	if o.FailureTTL == 0 {
+		o.FailureTTL = DefaultFailureTTL
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

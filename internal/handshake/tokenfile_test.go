@@ -81,11 +81,13 @@ func TestTokenFileRefused(t *testing.T) {
 	if _, err := x.h.Cookie(context.Background(), x.target); !errors.Is(err, ErrTokenRefused) {
 		t.Fatalf("got %v", err)
 	}
+	x.advance(DefaultFailureTTL)
 	if _, err := x.h.Cookie(context.Background(), x.target); !errors.Is(err, ErrNoToken) {
 		t.Fatalf("got %v, want ErrNoToken", err)
 	}
 	x.wantExchanges(1)
 	pods.write(x.token)
+	x.advance(DefaultFailureTTL)
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q", got)
 	}

@@ -64,6 +64,9 @@ type JWKSFetcher struct {
 	opts FetcherOptions
 	log  *slog.Logger
 	keys atomic.Pointer[KeySet]
+	// refreshed is when the latest successful fetch stored its keys, in
+	// Unix nanoseconds; 0 before the first.
+	refreshed atomic.Int64
 
 	mu       sync.Mutex
 	ctx      context.Context // set by Start; bounds fetches
@@ -135,6 +138,16 @@ func (f *JWKSFetcher) Start(ctx context.Context) error {
 // Ready reports whether a key set has been loaded.
 func (f *JWKSFetcher) Ready() bool {
 	return f.keys.Load() != nil
+}
+
+// LastRefresh returns when the latest successful fetch stored its keys
+// (by the Now clock), or the zero time before the first.
+func (f *JWKSFetcher) LastRefresh() time.Time {
+	n := f.refreshed.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // PublicKey returns the key named kid. For an unknown kid it refreshes the
@@ -223,5 +236,6 @@ func (f *JWKSFetcher) fetch(ctx context.Context) error {
 		return err
 	}
 	f.keys.Store(&set)
+	f.refreshed.Store(f.opts.Now().UnixNano())
 	return nil
 }

@@ -25,6 +25,7 @@ type exchange struct {
 	route  route
 	method string
 	peer   netip.Addr
+	client netip.Addr // peer, or whom trusted proxies say they forward
 	fwd    forwarded
 	hopIn  bool
 	ws     bool
@@ -70,13 +71,15 @@ func (p *Proxy) finish(x *exchange) {
 			p.opts.Activity.End(x.act)
 		}
 	}
+	elapsed := time.Since(x.start)
 	route := x.route.kind.String()
 	switch {
 	case x.ws:
-		route = "websocket"
+		route = routeWebSocket
 	case x.hopIn:
-		route = "hop_in"
+		route = routeHopIn
 	}
+	p.m.observeRequest(x, elapsed)
 	p.m.requests.WithLabelValues(route, codeClass(x.status)).Inc()
 
 	attrs := make([]slog.Attr, 0, 16)
@@ -85,10 +88,13 @@ func (p *Proxy) finish(x *exchange) {
 		slog.String("route", route),
 		slog.String("path", x.route.path),
 		slog.Int("status", x.status),
-		slog.Float64("duration_ms", float64(time.Since(x.start).Microseconds())/1000),
+		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 		slog.Int64("bytes_out", x.bytesOut),
-		slog.String("client", x.peer.String()),
+		slog.String("client", x.client.String()),
 	)
+	if x.client != x.peer {
+		attrs = append(attrs, slog.String("peer", x.peer.String()))
+	}
 	if x.route.user != "" {
 		attrs = append(attrs, slog.String("user", x.route.user))
 	}

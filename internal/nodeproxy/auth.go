@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/clientaddr"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
 )
@@ -118,7 +120,7 @@ func validCookieValue(v []byte) bool {
 // renew is set, a token past half its lifetime is renewed (best effort),
 // and an expired but renewable one must be (synchronously). Failures wrap
 // ErrUnauthenticated.
-func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool, client netip.Prefix) (identity, error) {
 	if cred.bearer != "" {
 		switch {
 		case lookupErr != nil:
@@ -133,11 +135,14 @@ func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, 
 	}
 	var last error
 	for _, tok := range cred.cookies {
-		id, err := p.session(tok, rules, user, entry, lookupErr, renew)
+		id, err := p.session(tok, rules, user, entry, lookupErr, renew, client)
 		if err == nil {
 			return id, nil
 		}
 		last = err
+	}
+	if errors.Is(last, ErrTooManyRenewals) {
+		return identity{method: methodCookie}, last
 	}
 	return identity{method: methodCookie}, fmt.Errorf("%w: %w", ErrUnauthenticated, last)
 }
@@ -148,12 +153,15 @@ var (
 )
 
 // session checks one session token for user.
-func (p *Proxy) session(tok string, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool) (identity, error) {
+func (p *Proxy) session(tok string, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool, client netip.Prefix) (identity, error) {
 	now := p.opts.Now()
 	c, err := rules.verifier.Verify(tok)
 	expired := errors.Is(err, jwt.ErrExpired)
 	if expired && renew {
 		c, err = rules.verifier.VerifyIgnoringExpiry(tok)
+	}
+	if errors.Is(err, jwt.ErrUnknownKey) && renew && lookupErr == nil {
+		return p.renewUnknownKey(tok, rules, user, entry, now, client)
 	}
 	switch {
 	case err != nil:
@@ -190,6 +198,36 @@ func (p *Proxy) session(tok string, rules sessionRules, user string, entry infor
 	return id, nil
 }
 
+// renewUnknownKey handles a session token signed by a key this proxy does
+// not know even after refreshing its key set (retired from the JWKS, or not
+// yet published): only the auth API, which keeps retired keys for as long
+// as a session lasts, can verify it. It is sent for renewal unchecked, and
+// the renewed token must pass every check a known one does. Such tokens
+// cost an auth API call each, so refusals are counted per client like
+// refused entry codes, and a client past the budget is not sent on.
+func (p *Proxy) renewUnknownKey(tok string, rules sessionRules, user string, entry informer.Entry, now time.Time, client netip.Prefix) (identity, error) {
+	if !p.unknown.allowed(client) {
+		return identity{}, ErrTooManyRenewals
+	}
+	r, err := p.renewer.renew(tok, rules.cookie)
+	if err != nil {
+		p.unknown.failed(client)
+		return identity{}, fmt.Errorf("renew a token of an unknown key: %w", err)
+	}
+	c, err := rules.verifier.Verify(r.token)
+	switch {
+	case err != nil:
+		return identity{}, fmt.Errorf("verify renewed token: %w", err)
+	case c.User != user:
+		return identity{}, errOtherUser
+	case c.Origin != rules.origin:
+		return identity{}, errOtherOrigin
+	case !entry.Account.SessionValid(c.SessionID, c.Epoch) || !now.Before(c.AuthTime.Add(p.opts.CookieMaxAge)):
+		return identity{}, errEnded
+	}
+	return identity{method: methodCookie, claims: c, token: r.token, setCookie: r.setCookie}, nil
+}
+
 // halfSpent reports whether less than half of the token's lifetime is left.
 func halfSpent(c jwt.Claims, now time.Time) bool {
 	life := c.Expiry.Sub(c.IssuedAt)
@@ -204,7 +242,7 @@ func (p *Proxy) auth(ctx *fasthttp.RequestCtx, x *exchange) (identity, informer.
 	entry, lookupErr := p.opts.Directory.Lookup(x.route.user)
 	rules := p.sessionRules(x.route)
 	cred := readCredentials(&ctx.Request.Header, rules.cookie)
-	id, err := p.authenticate(cred, rules, x.route.user, entry, lookupErr, !x.hopIn)
+	id, err := p.authenticate(cred, rules, x.route.user, entry, lookupErr, !x.hopIn, clientaddr.Key(x.client))
 	x.auth = id.method
 	if err != nil {
 		p.m.auth.WithLabelValues(id.method, "rejected").Inc()

@@ -77,10 +77,10 @@ func TestAuthRules(t *testing.T) {
 	otherKey := func() string {
 		ring := jwt.NewKeyRing(time.Now())
 		s, _ := jwt.NewSigner(jwt.SignerOptions{KeyRing: ring, Issuer: testIssuer, Audience: testAudience})
-		tok, _ := s.Sign(jwt.Claims{User: "alice", Epoch: 1})
+		tok, _ := s.Sign(jwt.Claims{User: "alice", SessionID: h.sessionID("alice"), Epoch: 1})
 		return tok
 	}()
-	stale, _ := h.signer.Sign(jwt.Claims{User: "alice", Epoch: 0})
+	stale, _ := h.signer.Sign(jwt.Claims{User: "alice", SessionID: h.sessionID("alice"), Epoch: 0})
 	tests := []struct {
 		name string
 		hdr  map[string]string

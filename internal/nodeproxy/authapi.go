@@ -1,38 +1,75 @@
 package nodeproxy
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/clientaddr"
 )
 
 // toAuthAPI forwards a request outside /u/ to the auth API, so the browser
 // sees one origin. The request keeps its Host, cookies and credentials;
-// X-Forwarded-For gets the peer appended, and identity headers pass only
-// from trusted proxies. The response passes through, Set-Cookie included.
+// X-Forwarded-For is the peer, after what a trusted proxy forwarded;
+// identity headers pass only from trusted proxies. The response passes
+// through, Set-Cookie included.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 	x.upstream = upstreamAuthAPI
-	b, err := p.readBody(ctx, x)
+	b, release, err := p.readAuthAPIBody(ctx, x)
 	if err != nil {
 		p.fail(ctx, x, err)
 		return
 	}
+	defer release()
 	defer b.release()
-	trusted := p.trustedPeer(x.peer, false)
+	trusted := p.trustedProxy(x.peer)
 	uri := p.authBase + string(ctx.Request.Header.RequestURI())
 	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) {
 		copyForAuthAPI(h, &ctx.Request.Header, trusted)
-		xff := x.peer.String()
-		if v := ctx.Request.Header.Peek("X-Forwarded-For"); len(v) > 0 && printable(v) && len(v) < maxForwardedFor {
-			xff = string(v) + ", " + xff
-		}
-		h.Set("X-Forwarded-For", xff)
-		h.Set("X-Forwarded-Proto", x.fwd.proto)
-		h.Set("X-Forwarded-Host", x.fwd.host)
+		x.fwd.set(h)
 	})
 	if err != nil {
 		p.fail(ctx, x, err)
 		return
 	}
 	p.respond(ctx, x, resp, respPolicy{keepCookies: true})
+}
+
+// readAuthAPIBody reads a body bound for the auth API whole: anyone may
+// send one before signing in, so it is capped at the auth API's own limit,
+// must arrive within HeaderTimeout (the auth API's forms are as small as a
+// header block), and counts against the bytes its client and all clients
+// may have buffered. release gives the bytes back.
+func (p *Proxy) readAuthAPIBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, func(), error) {
+	limit := min(p.opts.MaxBodyBytes, authAPIMaxBodyBytes)
+	cl := int64(ctx.Request.Header.ContentLength())
+	reserve := limit // chunked: whatever may come
+	switch {
+	case cl == 0 || cl < -1:
+		return &body{}, func() {}, nil
+	case cl > limit:
+		return nil, nil, fmt.Errorf("%w: %d bytes declared for the auth API", ErrBodyTooLarge, cl)
+	case cl > 0:
+		reserve = cl
+	}
+	client := clientaddr.Key(x.client)
+	if err := p.inflight.bodies.reserve(client, reserve); err != nil {
+		return nil, nil, err
+	}
+	release := func() { p.inflight.bodies.release(client, reserve) }
+	if ctx.RequestBodyStream() != nil { // else the body is in memory already
+		if err := ctx.SetReadDeadline(time.Now().Add(p.opts.HeaderTimeout)); err != nil {
+			release()
+			return nil, nil, fmt.Errorf("%w: set body deadline: %w", ErrClientClosed, err)
+		}
+	}
+	b, err := p.readBodyUpTo(ctx, x, limit, int(limit))
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return b, release, nil
 }
 
 // copyForAuthAPI copies client headers for the auth API: all but hop-by-hop

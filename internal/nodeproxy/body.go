@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -109,6 +108,12 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 // buffered prefix. A declared length over MaxBodyBytes is refused at once,
 // a chunked body once it grows past it.
 func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, error) {
+	return p.readBodyUpTo(ctx, x, p.opts.MaxBodyBytes, p.opts.BufferBodyBytes)
+}
+
+// readBodyUpTo is readBody with limit in place of MaxBodyBytes and buffer
+// in place of BufferBodyBytes.
+func (p *Proxy) readBodyUpTo(ctx *fasthttp.RequestCtx, x *exchange, limit int64, buffer int) (*body, error) {
 	cl := ctx.Request.Header.ContentLength()
 	b := &body{size: cl}
 	switch {
@@ -116,26 +121,26 @@ func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, error) {
 		// No body (-2 means none was framed).
 		b.size = 0
 		return b, nil
-	case int64(cl) > p.opts.MaxBodyBytes:
+	case int64(cl) > limit:
 		return nil, fmt.Errorf("%w: %d bytes declared", ErrBodyTooLarge, cl)
 	}
 	var src io.Reader = ctx.RequestBodyStream()
 	if src == nil {
 		src = bytes.NewReader(ctx.Request.Body())
 	}
-	br := &bodyReader{r: src, left: p.opts.MaxBodyBytes, size: int64(cl)}
+	br := &bodyReader{r: src, left: limit, size: int64(cl)}
 	if x.tracked {
 		br.onData = func() { p.traffic(x) }
 	}
 	b.buf = bodyBufs.Get().(*bodyBuf)
-	n, err := io.CopyN(b.buf, br, int64(p.opts.BufferBodyBytes)+1)
+	n, err := io.CopyN(b.buf, br, int64(buffer)+1)
 	switch {
 	case errors.Is(err, io.EOF):
 		return b, nil
 	case err != nil:
 		b.release()
 		return nil, err
-	case n <= int64(p.opts.BufferBodyBytes):
+	case n <= int64(buffer):
 		return b, nil
 	}
 	b.rest = br

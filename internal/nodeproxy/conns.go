@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,12 @@ import (
 // listener tracks the client connections it accepts so shutdown can close
 // what is still open after draining, and gives each Write its own deadline:
 // a client that stops reading is dropped after writeTimeout without
-// cutting off a long stream that keeps moving.
+// cutting off a long stream that keeps moving. With limit set, a client
+// address over its share of connections is closed on accept.
 type listener struct {
 	net.Listener
 	writeTimeout time.Duration
+	limit        *connLimit
 
 	mu    sync.Mutex
 	conns map[*clientConn]struct{}
@@ -27,17 +30,26 @@ func newListener(ln net.Listener, writeTimeout time.Duration) *listener {
 	return &listener{Listener: ln, writeTimeout: writeTimeout, conns: make(map[*clientConn]struct{})}
 }
 
-// Accept wraps the next connection.
+// Accept wraps the next connection within the limit.
 func (l *listener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		cc := &clientConn{Conn: c, l: l}
+		if l.limit != nil {
+			var ok bool
+			if cc.key, cc.counted, ok = l.limit.acquire(c.RemoteAddr()); !ok {
+				c.Close()
+				continue
+			}
+		}
+		l.mu.Lock()
+		l.conns[cc] = struct{}{}
+		l.mu.Unlock()
+		return cc, nil
 	}
-	cc := &clientConn{Conn: c, l: l}
-	l.mu.Lock()
-	l.conns[cc] = struct{}{}
-	l.mu.Unlock()
-	return cc, nil
 }
 
 // closeAll closes every connection still open.
@@ -55,9 +67,11 @@ func (l *listener) closeAll() {
 
 type clientConn struct {
 	net.Conn
-	l      *listener
-	once   sync.Once
-	linger atomic.Bool // the client may still be sending a body we refused
+	l       *listener
+	key     netip.Prefix // the client's bucket in l.limit
+	counted bool         // whether l.limit counts this connection
+	once    sync.Once
+	linger  atomic.Bool // the client may still be sending a body we refused
 }
 
 // Lingering close: how long and how much of a refused body is read and
@@ -82,6 +96,9 @@ func (c *clientConn) Close() error {
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
+		if c.counted {
+			c.l.limit.release(c.key)
+		}
 	})
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok && first && c.linger.Load() {
 		go func() {

@@ -7,7 +7,8 @@
 // resolution from informer caches only (resolve.go), the upstream cookie
 // handshake (handshake.go), then the proxy itself: HTTP with streamed bodies
 // (proxy.go), WebSocket bridging (ws.go), a single hop to the node that runs
-// the pod (hop.go) or the auth API (authapi.go). Before resolution, a
+// the pod (hop.go, its HMAC proof with the shared hop key in hopauth.go) or
+// the auth API (authapi.go). Before resolution, a
 // request for a Suspended or not-Ready sandbox is held while the auth API
 // wakes it (wake.go), and every proxied request, body chunk and WebSocket
 // data frame is counted in the activity table the node reports for idle

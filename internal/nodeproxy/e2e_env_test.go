@@ -226,7 +226,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 			t.Fatal(err)
 		}
 		opts := Options{
-			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: n.hs, Peers: n.idx,
+			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: n.hs, Peers: n.idx, HopKey: testHopKey,
 			ReadyChecks: []ReadyCheck{{"informers", n.idx.HasSynced}, {"jwks", fetcher.Ready}},
 			AuthAPI:     p.authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
 			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
@@ -235,6 +235,11 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 		if o.Subdomain {
 			if opts.OriginVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
 				Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.OriginAudience(authapi.DefaultAudience), Leeway: 5 * time.Second,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if opts.EntryVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
+				Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.EntryAudience(authapi.DefaultAudience), Leeway: 2 * time.Second,
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -94,6 +96,7 @@ func TestE2ESubdomain(t *testing.T) {
 		for _, tt := range []struct {
 			name  string
 			entry func() (host string, u *url.URL)
+			state string // the redeeming browser's entry state; "" means the minting browser's
 		}{
 			{"reused", func() (string, *url.URL) {
 				u := p.mint(0, "alice", alice.session, "/")
@@ -101,21 +104,24 @@ func TestE2ESubdomain(t *testing.T) {
 					t.Fatalf("first use: %d", resp.StatusCode)
 				}
 				return aliceHost, u
-			}},
+			}, ""},
 			{"expired", func() (string, *url.URL) {
 				u := p.mint(0, "alice", alice.session, "/")
 				time.Sleep(e2eEntryCodeTTL + 2*time.Second + 1500*time.Millisecond) // TTL, the auth API's leeway, the second iat is truncated to
 				return aliceHost, u
-			}},
-			{"another user's code", func() (string, *url.URL) { return aliceHost, p.mint(1, "bob", bob.session, "/") }},
-			{"another user's origin", func() (string, *url.URL) { return bobHost, p.mint(0, "alice", alice.session, "/") }},
+			}, ""},
+			{"another user's code", func() (string, *url.URL) { return aliceHost, p.mint(1, "bob", bob.session, "/") }, ""},
+			{"another user's origin", func() (string, *url.URL) { return bobHost, p.mint(0, "alice", alice.session, "/") }, ""},
 			{"another origin of the user", func() (string, *url.URL) {
 				return aliceHost + ":8443", p.mint(0, "alice", alice.session, "/")
-			}},
+			}, ""},
+			{"another browser's state", func() (string, *url.URL) { return aliceHost, p.mint(0, "alice", alice.session, "/") },
+				"c3RhdGUgb2YgYW5vdGhlciBicm93c2VyLCBib2IhISE"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				host, u := tt.entry()
-				resp := p.redeem(1, host, u)
+				state := cmp.Or(tt.state, e2eEntryState)
+				resp := p.redeemWith(1, host, u, state)
 				body := readAll(t, resp)
 				if resp.StatusCode != http.StatusUnauthorized || findCookie(resp, DefaultOriginCookieName) != nil {
 					t.Errorf("%d %q with cookie %q, want 401 and no session", resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
@@ -145,7 +151,12 @@ func TestE2ESubdomain(t *testing.T) {
 				nav := p.getAt(0, tt.host, "/notes?x=1", map[string]string{"Cookie": tt.cookie, "Accept": "text/html"})
 				readAll(t, nav)
 				user, _ := userorigin.UserOf(tt.host, e2eUserDomain)
-				if want := "http://" + testHost + "/u/" + user + "/notes?x=1"; nav.StatusCode != http.StatusSeeOther || nav.Header.Get("Location") != want {
+				state := findCookie(nav, entryStateName)
+				if state == nil {
+					t.Fatalf("navigation: no entry state cookie in %q", nav.Header.Values("Set-Cookie"))
+				}
+				want := "http://" + testHost + "/u/" + user + "/notes?x=1&" + account.EntryStateParam + "=" + account.EntryStateBinding(state.Value)
+				if nav.StatusCode != http.StatusSeeOther || nav.Header.Get("Location") != want {
 					t.Errorf("navigation: %d to %q, want 303 to %q", nav.StatusCode, nav.Header.Get("Location"), want)
 				}
 			})
@@ -220,10 +231,20 @@ func findCookie(resp *http.Response, name string) *http.Cookie {
 	return nil
 }
 
+// e2eEntryState is the test browser's entry state, as the user origin
+// sets it before sending the browser to the main origin.
+const e2eEntryState = "ZTJlIGVudHJ5IHN0YXRlIG9mIG9uZSBicm93c2VyLiE" // 32 bytes, base64url
+
 // mint opens /u/<user><path> on the main host through node i with the main
-// session and returns the entry URL it is sent to.
+// session and the binding of e2eEntryState, and returns the entry URL it
+// is sent to.
 func (p *platform) mint(i int, user, session, path string) *url.URL {
 	p.t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	path += sep + account.EntryStateParam + "=" + account.EntryStateBinding(e2eEntryState)
 	resp := p.get(i, "/u/"+user+path, map[string]string{"Cookie": cookie(session), "Accept": "text/html"})
 	readAll(p.t, resp)
 	u, err := url.Parse(resp.Header.Get("Location"))
@@ -236,10 +257,18 @@ func (p *platform) mint(i int, user, session, path string) *url.URL {
 	return u
 }
 
-// redeem brings entry to host through node i.
+// redeem brings entry to host through node i, from the browser holding
+// e2eEntryState.
 func (p *platform) redeem(i int, host string, entry *url.URL) *http.Response {
 	p.t.Helper()
-	return p.getAt(i, host, entry.RequestURI(), map[string]string{"Accept": "text/html"})
+	return p.redeemWith(i, host, entry, e2eEntryState)
+}
+
+// redeemWith brings entry to host through node i, from a browser holding
+// state.
+func (p *platform) redeemWith(i int, host string, entry *url.URL, state string) *http.Response {
+	p.t.Helper()
+	return p.getAt(i, host, entry.RequestURI(), map[string]string{"Accept": "text/html", "Cookie": entryStateName + "=" + state})
 }
 
 // enter mints an entry code for user and redeems it on the user's origin,

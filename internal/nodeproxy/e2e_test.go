@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
 )
@@ -31,6 +32,7 @@ func TestE2EPlatform(t *testing.T) {
 		home := p.podNode("alice")
 		other := 1 - home
 		otherBefore := handshakesOf(t, p.nodes[other].reg)
+		hopsBefore := testutil.ToFloat64(p.nodes[home].px.m.hops.WithLabelValues("in", "authenticated"))
 		for _, i := range []int{home, other} {
 			e := echoOf(t, p.get(i, "/u/alice/api/echo", aliceCookie))
 			if e.Host != testHost || !strings.HasPrefix(e.Headers.Get("Cookie"), "dsh-auth-") {
@@ -43,6 +45,9 @@ func TestE2EPlatform(t *testing.T) {
 		}
 		// The launch token and the app's cookie stay on the pod's node:
 		// the other node hops and never runs a handshake for alice.
+		if n := testutil.ToFloat64(p.nodes[home].px.m.hops.WithLabelValues("in", "authenticated")) - hopsBefore; n != 2 {
+			t.Errorf("%s authenticated %v hops, want 2", p.nodes[home].name, n)
+		}
 		if n := handshakesOf(t, p.nodes[other].reg) - otherBefore; n != 0 {
 			t.Errorf("%s (not the pod's node) did %v handshakes for alice", p.nodes[other].name, n)
 		}

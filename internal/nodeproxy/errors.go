@@ -20,6 +20,18 @@ var (
 	// ErrUnauthenticated means no credential, a bad or revoked one, or one for
 	// another user.
 	ErrUnauthenticated = errors.New("unauthenticated")
+	// ErrCrossOrigin means an unsafe request or a WebSocket upgrade to an
+	// agent made by a page of another origin or site.
+	ErrCrossOrigin = errors.New("cross-origin request refused")
+	// ErrServiceWorker means a service worker script asked for outside
+	// an agent's own scope.
+	ErrServiceWorker = errors.New("service worker script refused")
+	// ErrTooManyEntries means a client had too many entry codes refused
+	// lately.
+	ErrTooManyEntries = errors.New("too many refused entries from this client")
+	// ErrTooManyRenewals means a client had too many sessions of unknown
+	// keys refused lately, each of which cost a renewal call.
+	ErrTooManyRenewals = errors.New("too many refused renewals from this client")
 	// ErrTooManyInFlight means the user's MAX_IN_FLIGHT_PER_USER is reached.
 	ErrTooManyInFlight = errors.New("too many requests in flight for this user")
 	// ErrSuspended means the sandbox is suspended and wake-on-connect is off.
@@ -69,6 +81,10 @@ func outcome(err error) result {
 		return r(fasthttp.StatusBadRequest, "bad request")
 	case errors.Is(err, ErrNotFound):
 		return r(fasthttp.StatusNotFound, "not found")
+	case errors.Is(err, ErrCrossOrigin):
+		return r(fasthttp.StatusForbidden, "cross-origin request refused")
+	case errors.Is(err, ErrServiceWorker):
+		return r(fasthttp.StatusForbidden, "service worker script refused")
 	case errors.Is(err, ErrUnauthenticated), errors.Is(err, informer.ErrNoAccount), errors.Is(err, informer.ErrInvalidAccount):
 		res := r(fasthttp.StatusUnauthorized, "sign in required")
 		res.wsClose = closeUnauthenticated
@@ -77,8 +93,12 @@ func outcome(err error) result {
 		return r(fasthttp.StatusRequestEntityTooLarge, "request body too large")
 	case errors.Is(err, ErrClientClosed):
 		return r(StatusClientClosed, "client closed request")
-	case errors.Is(err, ErrTooManyInFlight):
-		res := r(fasthttp.StatusServiceUnavailable, "too many requests in flight")
+	case errors.Is(err, ErrTooManyEntries), errors.Is(err, ErrTooManyRenewals):
+		res := r(fasthttp.StatusTooManyRequests, "too many attempts, retry later")
+		res.retryAfter = true
+		return res
+	case errors.Is(err, ErrTooManyInFlight), errors.Is(err, handshake.ErrThrottled):
+		res := r(fasthttp.StatusServiceUnavailable, "too many requests, retry shortly")
 		res.retryAfter = true
 		return res
 	case errors.Is(err, ErrWakeTimeout):

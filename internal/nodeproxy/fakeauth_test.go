@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/jwt"
 )
@@ -21,7 +23,8 @@ type fakeAuthAPI struct {
 	renewals atomic.Int32
 	refuse   atomic.Bool // answer renewals 401, as for an ended session
 
-	wakes atomic.Int32
+	wakes   atomic.Int32
+	redeems atomic.Int32
 
 	mu      sync.Mutex
 	seen    []seenAuthRequest
@@ -47,6 +50,7 @@ func startFakeAuthAPI(t *testing.T, h *harness) *fakeAuthAPI {
 	mux.HandleFunc("POST /internal/v1/sessions/renew", a.renew)
 	mux.HandleFunc("POST /internal/v1/wake", a.wake)
 	mux.HandleFunc("POST /internal/v1/activity", a.activity)
+	mux.HandleFunc("POST "+DefaultRedeemPath, a.redeem)
 	mux.HandleFunc("/", a.echo)
 	srv := &http.Server{Handler: mux}
 	done := make(chan struct{})
@@ -99,6 +103,38 @@ func (a *fakeAuthAPI) renew(w http.ResponseWriter, r *http.Request) {
 	ck := &http.Cookie{Name: DefaultCookieName, Value: tok, Path: "/", MaxAge: 3600, HttpOnly: true, SameSite: http.SameSiteLaxMode}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"token": tok, "user": c.User, "max_age": 3600, "set_cookie": ck.String()})
+}
+
+// redeem counts redemptions and, as the auth API does but for single use,
+// turns an entry code brought with its entry state into an origin session.
+func (a *fakeAuthAPI) redeem(w http.ResponseWriter, r *http.Request) {
+	a.redeems.Add(1)
+	if r.Header.Get("Authorization") != "Bearer "+testSAToken {
+		http.Error(w, "caller not allowed", http.StatusUnauthorized)
+		return
+	}
+	var req struct{ Code, Origin string }
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	code, state, _ := strings.Cut(req.Code, account.EntryStateSep)
+	c, err := a.h.verifierFor(jwt.EntryAudience(testAudience)).Verify(code)
+	if err != nil || c.Origin != req.Origin || !strings.HasSuffix(c.ID, "."+account.EntryStateBinding(state)) {
+		http.Error(w, "entry code refused", http.StatusUnauthorized)
+		return
+	}
+	signer, err := a.h.signer.WithAudience(jwt.OriginAudience(testAudience), 0)
+	if err == nil {
+		c.ID, c.Origin = "", req.Origin
+		code, err = signer.Sign(c)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"token": code, "user": c.User, "max_age": 3600})
 }
 
 // wake counts wake calls and runs onWake, as the auth API patches the

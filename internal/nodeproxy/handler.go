@@ -16,6 +16,10 @@ import (
 // WebSocket, or a hop to the pod's node).
 func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	x := p.begin(ctx)
+	if err := checkServiceWorker(ctx, x); err != nil {
+		p.fail(ctx, x, err)
+		return
+	}
 	switch x.route.kind {
 	case routeAuthAPI:
 		p.toAuthAPI(ctx, x)
@@ -35,6 +39,10 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if !validHost(ctx.Host()) {
 		p.fail(ctx, x, fmt.Errorf("%w: host", ErrBadRequest))
+		return
+	}
+	if err := p.checkOrigin(ctx, x); err != nil {
+		p.fail(ctx, x, err)
 		return
 	}
 
@@ -82,25 +90,35 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 }
 
 // begin copies what the stages and the access log need out of the request.
+// Another node's proxy hops only to /u/: elsewhere the hop header earns
+// its sender no trust in the forwarded headers. With a hop key, only a hop
+// whose proof verifies does; any other is a client's request, though it
+// still never hops again or renews a session (hopIn).
 func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 	hop := len(ctx.Request.Header.Peek(hopHeader)) > 0
 	peer := peerAddr(ctx)
+	r := p.routeOf(ctx)
+	trust := hopTrust{p: p, peer: peer, hop: hop && r.kind == routeUser}
+	if trust.hop {
+		trust.vouched = p.checkHop(ctx, r, peer)
+	}
 	x := &exchange{
 		start:  time.Now(),
-		route:  p.routeOf(ctx),
+		route:  r,
 		method: string(ctx.Method()),
 		peer:   peer,
+		client: p.clientOf(&ctx.Request.Header, peer, trust.trusted),
 		hopIn:  hop,
-		fwd:    forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), p.trustedPeer(peer, hop)),
+		fwd:    forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), trust.trusted(peer)),
 	}
 	if x.route.kind == routeUser {
 		x.ws = websocket.FastHTTPIsWebSocketUpgrade(ctx)
-		if hop {
-			p.m.hops.WithLabelValues("in").Inc()
-		}
 	}
 	if x.route.kind == routeAuthAPI && isInternal(x.route.path) {
 		x.route.kind = routeNoUser
+	}
+	if !p.trustedProxy(peer) {
+		p.stripIdentity(&ctx.Request.Header)
 	}
 	return x
 }
@@ -150,10 +168,10 @@ func (p *Proxy) redirect(ctx *fasthttp.RequestCtx, x *exchange) {
 
 // fail answers a request that ends early. A WebSocket upgrade is accepted
 // and then closed with the outcome's close code, as browsers only see
-// close codes.
+// close codes; one from another origin gets a plain 403 and no socket.
 func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	x.err = err
-	if x.ws {
+	if x.ws && !errors.Is(err, ErrCrossOrigin) {
 		p.rejectWS(ctx, x, err)
 		return
 	}

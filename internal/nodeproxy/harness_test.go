@@ -313,6 +313,7 @@ func (h *harness) startNode(name, addr string, ho harnessOpts) *node {
 		Verifier:            h.ver,
 		Handshaker:          n.hs,
 		Peers:               h.dir,
+		HopKey:              testHopKey,
 		AuthAPI:             "http://" + h.auth.addr,
 		ServiceAccountToken: func() (string, error) { return testSAToken, nil },
 		PeerPort:            atoi(t, port),
@@ -379,6 +380,9 @@ func atoi(t *testing.T, s string) int {
 	return n
 }
 
+// testHopKey is the harness nodes' shared hop key.
+var testHopKey = []byte("harness-hop-key-of-32-bytes-or-more")
+
 // nodeIPs of the harness nodes.
 var nodeIPs = map[string]string{"node-a": "127.0.0.1", "node-b": "127.0.0.2"}
 
@@ -391,7 +395,7 @@ func (h *harness) addUser(user, nodeName string) *pod {
 	p := startPod(h.t, n.logRoot, "sb-"+user, uid)
 	h.pods[user] = p
 	h.dir.set(user, informer.Entry{
-		Account: account.Account{User: user, TokenHash: account.HashToken("tok-" + user), Epoch: 1},
+		Account: account.Account{User: user, UID: uid, TokenHash: account.HashToken("tok-" + user), Epoch: 1},
 		Route: informer.Route{
 			State: informer.StateReady, Sandbox: "sb-" + user, Node: nodeName, NodeIP: nodeIPs[nodeName], Local: true,
 			Pod: informer.Pod{Namespace: testNS, Name: p.name, UID: uid, Container: "dsh", Addr: p.addr},
@@ -403,11 +407,35 @@ func (h *harness) addUser(user, nodeName string) *pod {
 // session signs a session token for user at the harness clock.
 func (h *harness) session(user string) string {
 	h.t.Helper()
-	tok, err := h.signer.Sign(jwt.Claims{User: user, Epoch: 1})
+	tok, err := h.signer.Sign(jwt.Claims{User: user, SessionID: h.sessionID(user), Epoch: 1})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return tok
+}
+
+// sessionID is a new session id of user's account, bound to its UID.
+func (h *harness) sessionID(user string) string {
+	e, _ := h.dir.Lookup(user)
+	return account.NewSessionID(e.Account.UID)
+}
+
+// verifierFor is a verifier of the harness keys for tokens of audience aud.
+func (h *harness) verifierFor(aud string) *jwt.Verifier {
+	h.t.Helper()
+	data, err := h.ring.JWKS()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	keys, err := jwt.ParseJWKS(data)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	v, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: keys, Issuer: testIssuer, Audience: aud, Leeway: time.Second, Now: h.clock.Now})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return v
 }
 
 // url is node's address for path.

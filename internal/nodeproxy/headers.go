@@ -179,11 +179,18 @@ type respPolicy struct {
 	locationPrefix string
 	// keepCookies passes Set-Cookie through (the auth API's own cookies).
 	keepCookies bool
+	// app marks an agent app's response (from the pod or a peer proxy):
+	// site-wide headers are dropped and secureAppResponse applies.
+	app bool
+	// sharedOrigin marks an app served on the platform origin (path
+	// routing): origin-wide headers are dropped too.
+	sharedOrigin bool
 }
 
 // copyResponse copies status and headers of src onto dst: hop-by-hop
-// headers and (unless keepCookies) every Set-Cookie are dropped, Content-Length is left to the
-// body, and an absolute-path Location is moved under the user's prefix.
+// headers and (unless keepCookies) every Set-Cookie are dropped,
+// Content-Length is left to the body, an absolute-path Location is moved
+// under the user's prefix, and an app's response gets the app rules.
 func (rp respPolicy) copyResponse(dst, src *fasthttp.ResponseHeader) {
 	dst.SetStatusCode(src.StatusCode())
 	var conn [][]byte
@@ -200,11 +207,16 @@ func (rp respPolicy) copyResponse(dst, src *fasthttp.ResponseHeader) {
 			continue
 		case string(name) == "set-cookie" && !rp.keepCookies:
 			continue
+		case rp.app && dropFromApp(name, rp.sharedOrigin):
+			continue
 		case string(name) == "location" && rp.locationPrefix != "":
 			dst.AddBytesKV(k, rewriteLocation(rp.locationPrefix, v))
 			continue
 		}
 		dst.AddBytesKV(k, v)
+	}
+	if rp.app {
+		secureAppResponse(dst)
 	}
 }
 

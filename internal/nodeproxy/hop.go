@@ -10,11 +10,12 @@ import (
 // user's pod. That proxy re-verifies the user's credentials, does the
 // handshake and talks to the pod itself, so the launch token and the app's
 // cookie never leave the pod's node. The request carries the user's own
-// credential (the renewed session token, if renewal happened here) and the
-// hop header that stops it from being forwarded again.
+// credential (the renewed session token, if renewal happened here), the
+// hop header that stops it from being forwarded again and, with a hop key,
+// the proof that makes its forwarded headers trusted.
 func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
 	x.upstream = upstreamPeer
-	p.m.hops.WithLabelValues("out").Inc()
+	p.m.hops.WithLabelValues("out", "sent").Inc()
 	if x.ws {
 		p.bridgeHop(ctx, x, id, t)
 		return
@@ -25,19 +26,23 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		return
 	}
 	defer b.release()
-	uri := "http://" + t.peer + x.route.prefix() + x.route.target
-	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) {
+	reqURI := x.route.prefix() + x.route.target
+	resp, err := p.roundTrip(ctx, "http://"+t.peer+reqURI, b, func(h *fasthttp.RequestHeader) {
 		p.copyForHop(h, &ctx.Request.Header)
 		x.fwd.set(h)
 		setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 		h.Set(hopHeader, p.hopValue)
+		if p.hopAuth != nil {
+			h.Set(hopAuthHeader, p.hopAuth.sign(p.sentHop(ctx, x, t.node, reqURI)))
+		}
 	})
 	if err != nil {
 		p.fail(ctx, x, err)
 		return
 	}
-	// The peer already rewrote Location and dropped the app's cookies.
-	p.respond(ctx, x, resp, respPolicy{})
+	// The peer already rewrote Location and dropped the app's cookies;
+	// the app rules are applied again in case it is of an older version.
+	p.respond(ctx, x, resp, appPolicy(x, ""))
 }
 
 // copyForHop copies the client headers a peer proxy may need: everything

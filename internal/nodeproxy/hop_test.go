@@ -38,10 +38,10 @@ func TestCrossNodeHop(t *testing.T) {
 			}
 		})
 	}
-	if n := testutil.ToFloat64(b.proxy.m.hops.WithLabelValues("in")); n != 2 {
+	if n := testutil.ToFloat64(b.proxy.m.hops.WithLabelValues("in", "authenticated")); n != 2 {
 		t.Errorf("node-b received %v hops, want 2", n)
 	}
-	if n := testutil.ToFloat64(a.proxy.m.hops.WithLabelValues("out")); n != 2 {
+	if n := testutil.ToFloat64(a.proxy.m.hops.WithLabelValues("out", "sent")); n != 2 {
 		t.Errorf("node-a sent %v hops, want 2", n)
 	}
 	if got := handshakes(t, a); got != 0 {

@@ -9,7 +9,8 @@ import (
 const inFlightShards = 32
 
 // inFlight counts each user's requests and WebSockets in progress and caps
-// them at max.
+// them at max; bodies accounts the auth API bodies being buffered, which
+// no user is known for yet.
 type inFlight struct {
 	max    int
 	seed   maphash.Seed
@@ -17,10 +18,11 @@ type inFlight struct {
 		mu sync.Mutex
 		n  map[string]int
 	}
+	bodies *bodyBudget
 }
 
 func newInFlight(max int) *inFlight {
-	l := &inFlight{max: max, seed: maphash.MakeSeed()}
+	l := &inFlight{max: max, seed: maphash.MakeSeed(), bodies: newBodyBudget(authAPIClientBytes, authAPIBufferedBytes)}
 	for i := range l.shards {
 		l.shards[i].n = make(map[string]int)
 	}

@@ -22,15 +22,29 @@ type metrics struct {
 	stages      *prometheus.HistogramVec // stage
 	inFlight    prometheus.Gauge
 	websockets  prometheus.Gauge
-	hops        *prometheus.CounterVec // direction: out, in
+	hops        *prometheus.CounterVec // direction, result
 	auth        *prometheus.CounterVec // method, result
 	renewals    *prometheus.CounterVec // result
 	retries     prometheus.Counter
 	wakes       *prometheus.CounterVec // result: ready, timeout, error
 	wakeLatency prometheus.Histogram
+	durations   *prometheus.HistogramVec // route
+	// durationOf and durationHopIn are durations' observers, resolved
+	// once so a request observes without a label lookup.
+	durationOf    [routeKinds]prometheus.Observer
+	durationHopIn prometheus.Observer
+	openStreams   prometheus.GaugeFunc
+	jwksRefreshed prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// gauges are the state the proxy's gauge functions read at each scrape.
+type gauges struct {
+	openStreams func() int
+	// jwksRefreshed is Options.JWKSRefreshed; nil reads as 0.
+	jwksRefreshed func() time.Time
+}
+
+func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "requests_total",
@@ -51,8 +65,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		hops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "hops_total",
-			Help: "Requests forwarded to (out) or received from (in) another node's proxy.",
-		}, []string{"direction"}),
+			Help: "Requests forwarded to (out: sent) or received from (in) another node's proxy; in by result: authenticated " +
+				"(its proof verified with the hop key), refused (a hop key is set and the proof did not verify: handled as a client's request), " +
+				"unverified (no hop key: trusted by source address).",
+		}, []string{"direction", "result"}),
 		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "auth_total",
 			Help: "Authentication decisions by method (cookie, bearer, none) and result.",
@@ -74,7 +90,24 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "How long a request was held while its sandbox woke.",
 			Buckets: []float64{.1, .25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120},
 		}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "request_duration_seconds",
+			Help:    "Whole-request latency by route kind, from the request read to the response's last byte (WebSockets not observed).",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		openStreams: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "open_streams",
+			Help: "Streamed responses (SSE) being bridged now.",
+		}, func() float64 { return float64(g.openStreams()) }),
+		jwksRefreshed: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "jwks_last_refresh_timestamp_seconds",
+			Help: "Unix time of the last successful JWKS fetch; 0 before the first.",
+		}, func() float64 { return unixSeconds(g.jwksRefreshed) }),
 	}
+	for k := range routeKinds {
+		m.durationOf[k] = m.durations.WithLabelValues(k.String())
+	}
+	m.durationHopIn = m.durations.WithLabelValues(routeHopIn)
 	for _, r := range []string{wakeReady, wakeTimeout, wakeFailed} {
 		m.wakes.WithLabelValues(r)
 	}
@@ -84,7 +117,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries, m.wakes, m.wakeLatency} {
+	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries, m.wakes, m.wakeLatency,
+		m.durations, m.openStreams, m.jwksRefreshed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register nodeproxy metrics: %w", err)
 		}
@@ -94,6 +128,31 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 func (m *metrics) observe(stage string, since time.Time) {
 	m.stages.WithLabelValues(stage).Observe(time.Since(since).Seconds())
+}
+
+// observeRequest records a finished request's whole duration. WebSockets
+// are not observed: their duration is the session's, not a latency.
+func (m *metrics) observeRequest(x *exchange, d time.Duration) {
+	switch {
+	case x.ws:
+		return
+	case x.hopIn:
+		m.durationHopIn.Observe(d.Seconds())
+	default:
+		m.durationOf[x.route.kind].Observe(d.Seconds())
+	}
+}
+
+// unixSeconds reads a timestamp for a gauge: 0 when there is none yet.
+func unixSeconds(f func() time.Time) float64 {
+	if f == nil {
+		return 0
+	}
+	t := f()
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
 }
 
 // codeClass is the status label: "2xx", "4xx", ...

@@ -105,6 +105,10 @@ type Options struct {
 	// AuthAPI is the auth API's base URL (http or https); every path
 	// outside /u/ is forwarded there. Required.
 	AuthAPI string
+	// AuthAPIInternal is the base URL of the auth API's listener for its
+	// /internal/ endpoints (renewal, wake, entry-code redemption), which
+	// its public listener may not serve; empty means AuthAPI.
+	AuthAPIInternal string
 	// RenewPath is the auth API's session renewal endpoint.
 	RenewPath string
 	// ServiceAccountToken returns this proxy's projected token for the
@@ -146,8 +150,24 @@ type Options struct {
 	// OriginCookieName is the user origins' host-only session cookie;
 	// empty means sandgate_origin, __Host- prefixed with CookieSecure.
 	OriginCookieName string
+	// EntryVerifier checks entry codes offline (their own audience), so a
+	// forged, expired or misdirected code is refused without a call to
+	// the auth API. Required in subdomain routing.
+	EntryVerifier Verifier
 	// RedeemPath is the auth API's entry code endpoint.
 	RedeemPath string
+
+	// AuthProxyHeader is the header the auth API takes an SSO proxy's
+	// user from (its AUTH_PROXY_HEADER), when set: like every identity
+	// header it is removed from requests of peers outside
+	// TrustedProxies and never reaches an app.
+	AuthProxyHeader string
+
+	// HopKey, shared by every node proxy, authenticates hops: a hop sent
+	// carries an HMAC proof made with it, and a hop received has its
+	// forwarded headers trusted only when its proof verifies. At least
+	// MinHopKeyBytes. Nil trusts a hop by its source address (Peers).
+	HopKey []byte
 
 	// PeerPort is the port other nodes' proxies listen on.
 	PeerPort int
@@ -201,6 +221,9 @@ type Options struct {
 	// Registerer receives the metrics; Gatherer serves them on /metrics.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
+	// JWKSRefreshed returns when the verifier's key set was last fetched
+	// (zero before the first), for the JWKS staleness gauge; nil reports 0.
+	JWKSRefreshed func() time.Time
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -214,9 +237,21 @@ var neverForwarded = map[string]bool{
 	"expect": true,
 }
 
+// requestFraming are request headers that carry the request itself, not
+// an identity an SSO proxy could assert.
+var requestFraming = map[string]bool{
+	"cookie": true, "authorization": true, "host": true, "content-length": true, "content-type": true, "expect": true,
+}
+
 // identityPrefixes start the names of client identity and hop headers that
-// are never forwarded either.
-var identityPrefixes = []string{"x-forwarded-", "x-auth-request-", "x-sandgate-"}
+// are never forwarded either, and that only TrustedProxies may send: ours,
+// and the user headers of common SSO proxies (oauth2-proxy, Authelia and
+// Authentik's "Remote-", Apache's "X-Remote-", Pomerium, Cloudflare
+// Access, Google IAP).
+var identityPrefixes = []string{
+	"x-forwarded-", "x-auth-request-", "x-sandgate-",
+	"remote-", "x-remote-", "x-authentik-", "x-pomerium-", "cf-access-", "x-goog-authenticated-",
+}
 
 // Validate reports every problem with o at once and changes nothing. Zero
 // values that New fills are accepted.
@@ -231,6 +266,9 @@ func (o Options) Validate() error {
 	}
 	if u, err := url.Parse(o.AuthAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 		bad("auth API URL %q must be http(s)://host[:port]", o.AuthAPI)
+	}
+	if u, err := url.Parse(o.AuthAPIInternal); o.AuthAPIInternal != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "") {
+		bad("auth API internal URL %q must be http(s)://host[:port]", o.AuthAPIInternal)
 	}
 	if o.Activity != nil && o.Namespace == "" {
 		bad("namespace is required with activity tracking")
@@ -259,12 +297,20 @@ func (o Options) Validate() error {
 		if err := userorigin.ValidateDomain(o.UserDomain); err != nil {
 			bad("%v", err)
 		}
-		if o.OriginVerifier == nil {
-			bad("origin session verifier is required in subdomain routing")
+		if o.OriginVerifier == nil || o.EntryVerifier == nil {
+			bad("origin session and entry code verifiers are required in subdomain routing")
 		}
 		if u, err := url.Parse(o.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			bad("public origin %q must be http(s)://host[:port] in subdomain routing", o.PublicOrigin)
+		} else if err := userorigin.ValidateMainHost(u.Host, o.UserDomain); err != nil {
+			bad("%v", err)
 		}
+	}
+	if h := strings.ToLower(o.AuthProxyHeader); h != "" && (!validToken(h) || hopByHop[h] || requestFraming[h]) {
+		bad("auth proxy header %q is not a header name an SSO proxy can assert a user with", o.AuthProxyHeader)
+	}
+	if o.HopKey != nil && len(o.HopKey) < MinHopKeyBytes {
+		bad("hop key of %d bytes is shorter than %d", len(o.HopKey), MinHopKeyBytes)
 	}
 	if o.PeerPort < 0 || o.PeerPort > 65535 {
 		bad("peer port %d outside 1-65535", o.PeerPort)
@@ -332,6 +378,7 @@ func (o Options) withDefaults() Options {
 		o.RoutingMode = userorigin.Path
 	}
 	o.PublicOrigin = strings.TrimSuffix(o.PublicOrigin, "/")
+	setS(&o.AuthAPIInternal, o.AuthAPI)
 	setS(&o.RedeemPath, DefaultRedeemPath)
 	setS(&o.RenewPath, DefaultRenewPath)
 	setS(&o.WakePath, DefaultWakePath)

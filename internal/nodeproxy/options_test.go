@@ -7,15 +7,16 @@ import (
 
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 func TestOptionsValidate(t *testing.T) {
 	bad := Options{
-		AuthAPI: "ftp://x/y", RenewPath: "renew", CookieName: "bad name", PeerPort: 70000,
+		AuthAPI: "ftp://x/y", RenewPath: "renew", CookieName: "bad name", PeerPort: 70000, HopKey: []byte("short"),
 		MaxBodyBytes: -1, HeaderTimeout: -1, HeaderAllowlist: []string{"Cookie", "X-Forwarded-User", "bad header"},
 	}
 	err := bad.Validate()
-	for _, want := range []string{"node name", "directory", "auth API URL", "renew path", "cookie name", "peer port",
+	for _, want := range []string{"node name", "directory", "auth API URL", "renew path", "cookie name", "peer port", "hop key of 5 bytes",
 		"max body bytes", "header timeout", `"Cookie" can never`, `"X-Forwarded-User" can never`, "not a header name"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want a %q problem", err, want)
@@ -44,6 +45,8 @@ func TestOutcome(t *testing.T) {
 		retry  bool
 	}{
 		{ErrBadRequest, 400, 1011, false},
+		{ErrCrossOrigin, 403, 1011, false},
+		{ErrServiceWorker, 403, 1011, false},
 		{ErrNotFound, 404, 1011, false},
 		{ErrUnauthenticated, 401, 4401, false},
 		{informer.ErrNoAccount, 401, 4401, false},
@@ -51,6 +54,7 @@ func TestOutcome(t *testing.T) {
 		{ErrBodyTooLarge, 413, 1011, false},
 		{ErrClientClosed, 499, 1011, false},
 		{ErrTooManyInFlight, 503, 1011, true},
+		{handshake.ErrThrottled, 503, 1011, true},
 		{ErrSuspended, 503, 1011, true},
 		{ErrNotReady, 503, 1011, true},
 		{ErrHopLoop, 503, 1011, true},
@@ -67,5 +71,35 @@ func TestOutcome(t *testing.T) {
 		if r.status != tc.status || r.wsClose != tc.close || r.retryAfter != tc.retry {
 			t.Errorf("outcome(%v) = %+v, want %d/%d/%v", tc.err, r, tc.status, tc.close, tc.retry)
 		}
+	}
+}
+
+func TestOptionsValidateOrigins(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want string // "" for no such problem
+	}{
+		{"main host is a user origin", Options{RoutingMode: userorigin.Subdomain, UserDomain: "example.test", PublicOrigin: "https://gate.example.test"}, `main host "gate.example.test" is the origin of user "gate"`},
+		{"main host with port is a user origin", Options{RoutingMode: userorigin.Subdomain, UserDomain: "example.test", PublicOrigin: "https://Gate.Example.Test:8443"}, "is the origin of user"},
+		{"main host is the user domain", Options{RoutingMode: userorigin.Subdomain, UserDomain: "example.test", PublicOrigin: "https://example.test"}, ""},
+		{"main host outside the user domain", Options{RoutingMode: userorigin.Subdomain, UserDomain: "users.example.test", PublicOrigin: "https://example.test"}, ""},
+		{"auth proxy header is a cookie", Options{AuthProxyHeader: "Cookie"}, "auth proxy header"},
+		{"auth proxy header is hop-by-hop", Options{AuthProxyHeader: "Connection"}, "auth proxy header"},
+		{"auth proxy header is not a name", Options{AuthProxyHeader: "Remote User"}, "auth proxy header"},
+		{"auth proxy header", Options{AuthProxyHeader: "Remote-User"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			for _, topic := range []string{"main host", "auth proxy header"} {
+				has := err != nil && strings.Contains(err.Error(), topic)
+				if tt.want == "" && has {
+					t.Errorf("Validate() = %v, want no %s problem", err, topic)
+				}
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

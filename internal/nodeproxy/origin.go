@@ -1,12 +1,18 @@
 package nodeproxy
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/clientaddr"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -73,23 +79,53 @@ func (p *Proxy) sessionRules(r route) sessionRules {
 var errOtherOrigin = errors.New("session bound to another origin")
 
 // enter is the entry path of a user origin: the entry code the auth API
-// minted is redeemed (once, and only for this origin and user) for an
-// origin session, whose host-only cookie is set before the browser goes on
-// to next. The code never reaches the app or the access log.
+// minted is redeemed (once, only for this origin and user, and only by the
+// browser that holds the entry state the code is bound to) for an origin
+// session, whose host-only cookie is set before the browser goes on to
+// next. Everything but single use is checked here first, offline: a
+// forged, expired or misdirected code, or a browser without the entry
+// state, is refused without a call to the auth API, and a client with too
+// many refusals lately is answered 429. The code and the state never
+// reach the app or the access log.
 func (p *Proxy) enter(ctx *fasthttp.RequestCtx, x *exchange) {
 	if !ctx.IsGet() {
 		p.fail(ctx, x, fmt.Errorf("%w: entry takes GET", ErrBadRequest))
 		return
 	}
-	args := ctx.QueryArgs()
-	code := args.Peek("code")
-	if !validCookieValue(code) {
-		p.fail(ctx, x, fmt.Errorf("%w: entry code", ErrBadRequest))
+	client := clientaddr.Key(x.client)
+	if !p.entries.allowed(client) {
+		p.fail(ctx, x, ErrTooManyEntries)
 		return
 	}
-	next := userorigin.SafeNext(string(args.Peek("next")))
+	r, err := p.redeemEntry(ctx, x)
+	if err != nil {
+		if errors.Is(err, ErrUnauthenticated) {
+			p.entries.failed(client)
+		}
+		p.fail(ctx, x, err)
+		return
+	}
+	x.auth = methodCookie
+	ctx.Response.Header.Add("Set-Cookie", r.setCookie)
+	p.seeOther(ctx, x, userorigin.SafeNext(string(ctx.QueryArgs().Peek("next"))))
+}
+
+// redeemEntry checks the request's entry code offline and has the auth API
+// redeem it for an origin session. A refusal is ErrUnauthenticated.
+func (p *Proxy) redeemEntry(ctx *fasthttp.RequestCtx, x *exchange) (renewal, error) {
+	code := ctx.QueryArgs().Peek("code")
+	if !validCookieValue(code) {
+		return renewal{}, fmt.Errorf("%w: entry code", ErrBadRequest)
+	}
+	state := ctx.Request.Header.Cookie(p.stateCookieName())
+	if !validState(state) {
+		return renewal{}, fmt.Errorf("%w: entry code refused: no entry state on this browser", ErrUnauthenticated)
+	}
+	if err := p.checkEntryCode(string(code), string(state), x.route); err != nil {
+		return renewal{}, fmt.Errorf("%w: entry code refused: %w", ErrUnauthenticated, err)
+	}
 	rules := p.sessionRules(x.route)
-	r, err := p.renewer.redeem(string(code), x.route.origin, rules.cookie)
+	r, err := p.renewer.redeem(string(code)+account.EntryStateSep+string(state), x.route.origin, rules.cookie)
 	if err == nil {
 		c, verr := rules.verifier.Verify(r.token)
 		switch {
@@ -101,24 +137,99 @@ func (p *Proxy) enter(ctx *fasthttp.RequestCtx, x *exchange) {
 			err = errOtherOrigin
 		}
 	}
-	if err != nil {
-		if errors.Is(err, errRenewRefused) || errors.Is(err, errOtherUser) || errors.Is(err, errOtherOrigin) {
-			err = fmt.Errorf("%w: entry code refused: %w", ErrUnauthenticated, err)
-		}
-		p.fail(ctx, x, err)
-		return
+	if errors.Is(err, errRenewRefused) || errors.Is(err, errOtherUser) || errors.Is(err, errOtherOrigin) {
+		err = fmt.Errorf("%w: entry code refused: %w", ErrUnauthenticated, err)
 	}
-	x.auth = methodCookie
-	ctx.Response.Header.Add("Set-Cookie", r.setCookie)
-	p.seeOther(ctx, x, next)
+	return r, err
+}
+
+// errOtherBrowser: an entry code brought by a browser other than the one
+// it was minted for.
+var errOtherBrowser = errors.New("entry code bound to another browser's entry state")
+
+// checkEntryCode verifies an entry code as the auth API will, but for
+// single use: signature, issuer, audience and expiry, the user and origin
+// of r, and the binding (the part of the code's id after its last '.') to
+// the browser's state.
+func (p *Proxy) checkEntryCode(code, state string, r route) error {
+	c, err := p.opts.EntryVerifier.Verify(code)
+	switch {
+	case err != nil:
+		return fmt.Errorf("verify entry code: %w", err)
+	case c.User != r.user:
+		return errOtherUser
+	case c.Origin != r.origin:
+		return errOtherOrigin
+	}
+	i := strings.LastIndexByte(c.ID, '.')
+	if i < 0 || subtle.ConstantTimeCompare([]byte(c.ID[i+1:]), []byte(account.EntryStateBinding(state))) != 1 {
+		return errOtherBrowser
+	}
+	return nil
 }
 
 // toMainOrigin sends a browser that reached a user origin without a usable
 // origin session to the same place on the main origin, where the auth API
-// mints a new entry code (or shows the login page).
+// mints a new entry code (or shows the login page). Like an OAuth state,
+// the browser first gets a random entry state in a host-only cookie of
+// this origin (kept if it has one, so parallel tabs share it), and the
+// main origin gets its hash: the code is bound to that hash, and enter
+// redeems it only together with the state. Another browser, lured to a
+// code minted in someone else's flow, holds no matching state.
 func (p *Proxy) toMainOrigin(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	x.err = err
-	p.seeOther(ctx, x, p.opts.PublicOrigin+userPrefix+x.route.user+x.route.target)
+	state := string(ctx.Request.Header.Cookie(p.stateCookieName()))
+	if !validState([]byte(state)) {
+		state = newEntryState()
+	}
+	ck := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(ck)
+	ck.SetKey(p.stateCookieName())
+	ck.SetValue(state)
+	ck.SetPath("/")
+	ck.SetMaxAge(int(entryStateTTL.Seconds()))
+	ck.SetHTTPOnly(true)
+	ck.SetSecure(p.opts.CookieSecure)
+	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	ctx.Response.Header.SetCookie(ck)
+	loc := p.opts.PublicOrigin + userPrefix + x.route.user + x.route.target
+	sep := "?"
+	if strings.Contains(x.route.target, "?") {
+		sep = "&"
+	}
+	p.seeOther(ctx, x, loc+sep+account.EntryStateParam+"="+account.EntryStateBinding(state))
+}
+
+// Entry state: the browser-held half of an entry code's binding.
+const (
+	entryStateName = "sandgate_state"
+	// entryStateTTL bounds how long one browser's entry state is reused.
+	entryStateTTL = 10 * time.Minute
+	entryStateLen = 43 // 32 bytes, base64url without padding
+)
+
+// stateCookieName is __Host- prefixed when cookies are secure, so no
+// sibling or parent origin can plant (toss) a state of its own.
+func (p *Proxy) stateCookieName() string {
+	if p.opts.CookieSecure {
+		return "__Host-" + entryStateName
+	}
+	return entryStateName
+}
+
+func newEntryState() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails: crypto/rand.Read aborts the program instead
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// validState accepts exactly what newEntryState makes.
+func validState(v []byte) bool {
+	if len(v) != entryStateLen {
+		return false
+	}
+	_, err := base64.RawURLEncoding.DecodeString(string(v))
+	return err == nil
 }
 
 // seeOther answers 303 to loc without caching or a Referer for the next

@@ -50,7 +50,7 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		p.fail(ctx, x, err)
 		return
 	}
-	p.respond(ctx, x, resp, respPolicy{locationPrefix: x.route.prefix()})
+	p.respond(ctx, x, resp, appPolicy(x, x.route.prefix()))
 }
 
 // roundTrip sends one request upstream and returns the response with its

@@ -66,7 +66,7 @@ type renewer struct {
 }
 
 func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
-	base := strings.TrimSuffix(o.AuthAPI, "/")
+	base := strings.TrimSuffix(o.AuthAPIInternal, "/")
 	return &renewer{
 		url:       base + o.RenewPath,
 		redeemURL: base + o.RedeemPath,

@@ -25,6 +25,15 @@ const (
 	// routeEnter: the entry path on a user origin (subdomain routing),
 	// where an entry code becomes an origin session.
 	routeEnter
+
+	// routeKinds counts the kinds above; it is not one.
+	routeKinds
+)
+
+// Route labels of requests that are not told apart by kind.
+const (
+	routeWebSocket = "websocket"
+	routeHopIn     = "hop_in"
 )
 
 // String names the kind for metrics and logs.

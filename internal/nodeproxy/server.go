@@ -31,10 +31,15 @@ type Proxy struct {
 	inflight *inFlight
 	renewer  *renewer
 	waker    *waker
+	entries  *failLimiter     // refused entry codes per client
+	unknown  *failLimiter     // refused sessions of unknown keys per client
 	client   *fasthttp.Client // pods, peers and the auth API
 	authBase string           // scheme://host[:port] of the auth API
 	hopValue string           // X-Sandgate-Hop value: this node's name
+	hopAuth  *hopAuth         // signs and verifies hops; nil without a hop key
 	mainHost string           // host[:port] of PublicOrigin, the apps' Host on user origins
+	// authProxyHeader is AuthProxyHeader lower-cased, or "".
+	authProxyHeader string
 
 	upgrader websocket.FastHTTPUpgrader
 	dialer   *websocket.Dialer
@@ -44,10 +49,12 @@ type Proxy struct {
 	draining atomic.Bool
 }
 
-// hopHeader marks a request forwarded by another node's proxy. Anyone can
-// send it, so it only ever restricts: a request carrying it is never
-// forwarded again (the loop guard) and never renews a session; its
-// forwarded headers are trusted only when the peer is a node (Peers).
+// hopHeader marks a request forwarded by another node's proxy; its value
+// is the sending node. Anyone can send it, so on its own it only ever
+// restricts: a request carrying it is never forwarded again (the loop
+// guard) and never renews a session. Its forwarded headers are trusted
+// when its proof (hopAuthHeader) verifies with the hop key, or, without a
+// hop key, when the peer is a node (Peers).
 const hopHeader = "X-Sandgate-Hop"
 
 // New validates o, fills defaults and builds the proxy's clients, policies
@@ -57,22 +64,24 @@ func New(o Options) (*Proxy, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	m, err := newMetrics(o.Registerer)
+	streams := newStreamRegistry()
+	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.count, jwksRefreshed: o.JWKSRefreshed})
 	if err != nil {
 		return nil, err
 	}
 	u, _ := url.Parse(o.AuthAPI) // Validate parsed it
 	p := &Proxy{
-		opts:     o,
-		log:      o.Logger.With("component", "nodeproxy"),
-		access:   o.Logger.With("component", "access"),
-		m:        m,
-		policy:   headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
-		inflight: newInFlight(o.MaxInFlightPerUser),
-		authBase: u.Scheme + "://" + u.Host,
-		hopValue: o.NodeName,
-		sockets:  newWSRegistry(),
-		streams:  newStreamRegistry(),
+		opts:            o,
+		log:             o.Logger.With("component", "nodeproxy"),
+		access:          o.Logger.With("component", "access"),
+		m:               m,
+		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
+		inflight:        newInFlight(o.MaxInFlightPerUser),
+		authBase:        u.Scheme + "://" + u.Host,
+		hopValue:        o.NodeName,
+		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
+		sockets:         newWSRegistry(),
+		streams:         streams,
 	}
 	p.client = &fasthttp.Client{
 		NoDefaultUserAgentHeader: true,
@@ -90,6 +99,9 @@ func New(o Options) (*Proxy, error) {
 	// are idle, and 10,000 of them would otherwise pin 80 MB.
 	writeBuffers := &sync.Pool{}
 	p.upgrader = websocket.FastHTTPUpgrader{
+		// checkOrigin has refused a foreign Origin before the upstream
+		// was dialled; the library's own check would come only after.
+		CheckOrigin:      func(*fasthttp.RequestCtx) bool { return true },
 		HandshakeTimeout: o.HeaderTimeout,
 		ReadBufferSize:   4 << 10,
 		WriteBufferSize:  4 << 10,
@@ -114,8 +126,13 @@ func New(o Options) (*Proxy, error) {
 	if u, err := url.Parse(o.PublicOrigin); err == nil {
 		p.mainHost = u.Host
 	}
+	if o.HopKey != nil {
+		p.hopAuth = newHopAuth(o.HopKey, o.Now, hopNonces)
+	}
 	p.renewer = newRenewer(o, m, authClient)
 	p.waker = newWaker(o, authClient)
+	p.entries = newFailLimiter(entryFailBurst, entryFailEvery, o.Now)
+	p.unknown = newFailLimiter(entryFailBurst, entryFailEvery, o.Now)
 	return p, nil
 }
 
@@ -219,7 +236,7 @@ func (p *Proxy) ServeAll(ctx context.Context, lns ...Listener) error {
 	tracked := make([]*listener, len(lns))
 	served := make(chan error, len(lns))
 	for i, l := range lns {
-		tracked[i] = newListener(l.Listener, p.opts.WriteTimeout)
+		tracked[i] = p.newClientListener(l.Listener)
 		// TLS goes outside the tracking listener, so every encrypted
 		// byte still gets the write deadline and fasthttp sees the
 		// *tls.Conn that makes ctx.IsTLS() true.
@@ -304,22 +321,21 @@ func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 	return netip.IPv4Unspecified()
 }
 
-// trustedPeer reports whether the peer's forwarded headers count: it is a
-// configured proxy, or another node's proxy hopping a request here.
-func (p *Proxy) trustedPeer(peer netip.Addr, hop bool) bool {
+// trustedProxy reports whether peer is a configured proxy, whose forwarded
+// and identity headers count.
+func (p *Proxy) trustedProxy(peer netip.Addr) bool {
 	for _, pre := range p.opts.TrustedProxies {
 		if pre.Contains(peer) {
 			return true
 		}
 	}
-	return hop && p.opts.Peers != nil && p.opts.Peers.IsNodeIP(peer.String())
+	return false
+}
+
+// isNode reports whether a is a node's address (Peers).
+func (p *Proxy) isNode(a netip.Addr) bool {
+	return p.opts.Peers != nil && p.opts.Peers.IsNodeIP(a.String())
 }
 
 // Draining reports whether shutdown has begun.
 func (p *Proxy) Draining() bool { return p.draining.Load() }
-
-// internalPrefix starts the auth API's internal endpoints, which node
-// proxies call themselves and never forward from clients.
-const internalPrefix = "/internal/"
-
-func isInternal(path string) bool { return strings.HasPrefix(path, internalPrefix) }

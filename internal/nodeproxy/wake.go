@@ -49,7 +49,7 @@ type waker struct {
 
 func newWaker(o Options, client *http.Client) *waker {
 	return &waker{
-		url: strings.TrimSuffix(o.AuthAPI, "/") + o.WakePath, client: client, saToken: o.ServiceAccountToken,
+		url: strings.TrimSuffix(o.AuthAPIInternal, "/") + o.WakePath, client: client, saToken: o.ServiceAccountToken,
 		timeout: o.WakeTimeout, now: o.Now, called: map[string]time.Time{},
 	}
 }

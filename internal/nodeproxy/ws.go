@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,12 @@ func (p *Proxy) bridgeHop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t 
 	x.fwd.setHTTP(h)
 	setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 	h.Set(hopHeader, p.hopValue)
-	conn, _, err := p.dialUpstreamWS(ctx, "ws://"+t.peer+x.route.prefix()+x.route.target, h)
+	dialURL := "ws://" + t.peer + x.route.prefix() + x.route.target
+	if u, err := url.Parse(dialURL); err == nil && p.hopAuth != nil {
+		// The dialer sends u.RequestURI(), which the peer verifies.
+		h.Set(hopAuthHeader, p.hopAuth.sign(p.sentHop(ctx, x, t.node, u.RequestURI())))
+	}
+	conn, _, err := p.dialUpstreamWS(ctx, dialURL, h)
 	if err != nil {
 		p.fail(ctx, x, fmt.Errorf("%w: WebSocket hop: %s", ErrUpstream, wsDialFailure(err)))
 		return

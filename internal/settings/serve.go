@@ -27,10 +27,10 @@ func Serve(name string, stderr io.Writer, loadErr error, validate func() error, 
 
 // Loaded is the first half of every sandgate command: it reports ok when
 // the settings loaded and validate accepts them; otherwise it returns the
-// exit code, 0 for --help and 2 for a load or validation error, which it
-// has written to stderr under the command's name.
+// exit code, 0 for --help and --version and 2 for a load or validation
+// error, which it has written to stderr under the command's name.
 func Loaded(name string, stderr io.Writer, loadErr error, validate func() error) (code int, ok bool) {
-	if errors.Is(loadErr, flag.ErrHelp) {
+	if errors.Is(loadErr, flag.ErrHelp) || errors.Is(loadErr, ErrVersion) {
 		return 0, false
 	}
 	if loadErr != nil {

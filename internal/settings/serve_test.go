@@ -20,6 +20,7 @@ func TestServeExitCodes(t *testing.T) {
 		stderr   string
 	}{
 		{"help", flag.ErrHelp, ok, nil, 0, ""},
+		{"version", ErrVersion, ok, nil, 0, ""},
 		{"bad flag", errors.New("flag provided but not defined: -x"), ok, nil, 2, "cmd: flag provided but not defined"},
 		{"invalid configuration", nil, func() error { return errors.New("NAMESPACE must not be empty") }, nil, 2, "cmd: invalid configuration:\nNAMESPACE"},
 		{"serve fails", nil, ok, errors.New("listen: in use"), 1, `"msg":"exit","error":"listen: in use"`},

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/buildinfo"
 )
 
 // Setting ties a flag to its environment variable.
@@ -27,12 +29,18 @@ func Var(flagName, env, help string, v flag.Value) Setting {
 	return Setting{Flag: flagName, Env: env, Help: help, Value: v}
 }
 
+// ErrVersion is what Load returns for --version, after printing the build
+// to out.
+var ErrVersion = errors.New("version requested")
+
 // Load applies getenv then args to list. It returns the environment values
 // that did not parse as problems, and an error only for flag syntax errors,
-// stray arguments and --help (flag.ErrHelp), after calling usage.
+// stray arguments, --help (flag.ErrHelp, after calling usage) and --version
+// (ErrVersion, after printing the build to out).
 func Load(name string, list []Setting, args []string, getenv func(string) string, out io.Writer, usage func()) ([]error, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
+	version := fs.Bool("version", false, "print the version, revision and Go version, then exit")
 	var problems []error
 	for _, s := range list {
 		if v := getenv(s.Env); v != "" {
@@ -45,6 +53,10 @@ func Load(name string, list []Setting, args []string, getenv func(string) string
 	fs.Usage = usage
 	if err := fs.Parse(args); err != nil {
 		return problems, err
+	}
+	if *version {
+		fmt.Fprintf(out, "%s %s\n", name, buildinfo.Read())
+		return nil, ErrVersion
 	}
 	if fs.NArg() > 0 {
 		return problems, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -62,6 +74,7 @@ func Usage(w io.Writer, list []Setting) {
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "  --version\n        print the version, revision and Go version, then exit\n")
 }
 
 // SplitList splits a comma-separated list, dropping empty entries.

@@ -1,9 +1,12 @@
 package settings
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"io"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,5 +68,23 @@ func TestPrefixes(t *testing.T) {
 	}
 	if _, err := Prefixes("TRUSTED_PROXIES", "10.0.0.0/33,nope"); err == nil {
 		t.Error("bad entries accepted")
+	}
+}
+
+func TestLoadVersion(t *testing.T) {
+	var out bytes.Buffer
+	var s string
+	list := []Setting{Var("name", "NAME", "a name", String(&s))}
+	problems, err := Load("cmd", list, []string{"--version"}, func(string) string { return "" }, &out, func() { t.Error("usage called for --version") })
+	if !errors.Is(err, ErrVersion) || problems != nil {
+		t.Fatalf("Load(--version) = %v, %v; want ErrVersion", problems, err)
+	}
+	if !regexp.MustCompile(`^cmd version \S+, revision \S+, go\S+\n$`).MatchString(out.String()) {
+		t.Errorf("--version printed %q", out.String())
+	}
+	var help bytes.Buffer
+	Usage(&help, list)
+	if !strings.Contains(help.String(), "--version") {
+		t.Errorf("usage does not list --version:\n%s", help.String())
 	}
 }

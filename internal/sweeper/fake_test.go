@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func (f *fakeCluster) addClaim(name, sb string, managed bool) {
 	defer f.mu.Unlock()
 	c := &extensions.SandboxClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)}}
 	if managed {
-		c.Labels = map[string]string{account.LabelManagedBy: account.ManagedByValue}
+		c.Labels = map[string]string{account.LabelManagedBy: account.ManagedByValue, account.LabelUser: strings.TrimPrefix(name, "dsh-")}
 	}
 	c.Status.Sandbox.Name = sb
 	f.claims = append(f.claims, c)

@@ -12,7 +12,8 @@ const (
 	suspendConflict = "conflict"
 	suspendError    = "error"
 
-	reportAccepted  = "accepted"
+	reportAccepted = "accepted"
+
 	reportNotLeader = "not_leader"
 )
 
@@ -25,6 +26,9 @@ type metrics struct {
 	// heldOff counts suspends put off because a node's report was
 	// overdue; a steady rise means a node proxy cannot report.
 	heldOff prometheus.Counter
+	// failedPods counts deletions of terminated sandbox pods, label
+	// result: ok, gone, refused, error.
+	failedPods *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,6 +49,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "sandgate", Subsystem: "sweeper", Name: "suspends_held_off_total",
 			Help: "Idle sandboxes not suspended in a sweep because a node's activity report was overdue.",
 		}),
+		failedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "sweeper", Name: "failed_pods_deleted_total",
+			Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
+		}, []string{"result"}),
+	}
+	for _, r := range []string{failedPodDeleted, failedPodGone, failedPodRefused, failedPodError} {
+		m.failedPods.WithLabelValues(r)
 	}
 	for _, r := range []string{suspendOK, suspendConflict, suspendError} {
 		m.suspends.WithLabelValues(r)
@@ -55,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.suspends, m.reports, m.leader, m.heldOff} {
+	for _, c := range []prometheus.Collector{m.suspends, m.reports, m.leader, m.heldOff, m.failedPods} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register sweeper metrics: %w", err)
 		}

@@ -80,8 +80,17 @@ type Options struct {
 	// CountOpenConnections is IDLE_COUNTS_OPEN_CONNECTIONS: an open
 	// WebSocket keeps its sandbox awake even when silent.
 	CountOpenConnections bool
+	// Pods deletes the terminated pods of managed sandboxes so the
+	// controller recreates them; nil leaves them alone.
+	Pods PodDeleter
+	// Events records what the leader did on the Sandbox; nil records
+	// nothing.
+	Events EventCreator
 	// Logger receives the sweeper's logs; nil discards them.
 	Logger *slog.Logger
+	// Audit receives one line per suspend (docs/audit.md), whatever
+	// Logger's level; nil sends them to Logger.
+	Audit *slog.Logger
 	// Registerer receives the sweeper's metrics; nil leaves them
 	// unregistered.
 	Registerer prometheus.Registerer
@@ -152,6 +161,9 @@ func (o Options) withDefaults() Options {
 	set(&o.PatchTimeout, defaultPatchTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Audit == nil {
+		o.Audit = o.Logger
 	}
 	return o
 }

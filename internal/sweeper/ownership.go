@@ -29,6 +29,17 @@ func indexOwners(claims []*extensions.SandboxClaim) owners {
 	return o
 }
 
+// user names the account of a managed sandbox (its claims' user label).
+func (o owners) user(sb *agents.Sandbox) string {
+	if c := o.byUID[types.UID(sb.Labels[agents.LabelClaimUID])]; c != nil {
+		return c.Labels[account.LabelUser]
+	}
+	for _, c := range o.bySandbox[sb.Name] {
+		return c.Labels[account.LabelUser]
+	}
+	return ""
+}
+
 // managed reports whether sb belongs to the auth API: at least one claim
 // points at it (its claim-uid label, or a claim's status.sandbox.name) and
 // every claim that does is managed and not being deleted. A claim-uid label

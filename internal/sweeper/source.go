@@ -64,14 +64,19 @@ func slimMeta(m metav1.ObjectMeta, annotations map[string]string) metav1.ObjectM
 	}
 }
 
-// slimSandbox keeps mode, readiness and ownership; pod templates are large.
+// slimSandbox keeps mode, conditions, ownership and the pod's name; pod
+// templates are large.
 func slimSandbox(obj any) (any, error) {
 	sb, ok := obj.(*agents.Sandbox)
 	if !ok {
 		return obj, nil
 	}
+	var ann map[string]string
+	if n, ok := sb.Annotations[agents.AnnotationPodName]; ok {
+		ann = map[string]string{agents.AnnotationPodName: n}
+	}
 	return &agents.Sandbox{
-		ObjectMeta: slimMeta(sb.ObjectMeta, nil),
+		ObjectMeta: slimMeta(sb.ObjectMeta, ann),
 		Spec:       agents.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
 		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions},
 	}, nil

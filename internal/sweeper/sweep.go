@@ -19,6 +19,8 @@ type sweepState struct {
 	// patched holds the resourceVersion each suspended sandbox had, until
 	// the cache moves past it.
 	patched map[activity.Key]string
+	// recovered holds, per sandbox, the failure whose pod was deleted.
+	recovered map[activity.Key]time.Time
 }
 
 type seenAt struct {
@@ -27,7 +29,7 @@ type seenAt struct {
 }
 
 func newSweepState() *sweepState {
-	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string)}
+	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time)}
 }
 
 // loop sweeps at once and then every SweepInterval until ctx ends.
@@ -63,6 +65,14 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 			delete(st.patched, k)
 			continue
 		}
+		if Terminated(sb) {
+			until, ok := t.mayAct(time.Now())
+			if !ok {
+				return
+			}
+			s.recoverFailedPod(ctx, until, st, sb, own.user(sb))
+			continue
+		}
 		if rv, ok := st.patched[k]; ok {
 			if rv == sb.ResourceVersion {
 				continue // our suspend is not in the cache yet
@@ -91,7 +101,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if !ok {
 			return
 		}
-		if s.suspend(ctx, until, sb, now.Sub(last)) {
+		if s.suspend(ctx, until, sb, own.user(sb), now.Sub(last)) {
 			st.patched[k] = sb.ResourceVersion
 			delete(st.seen, k)
 		}
@@ -110,30 +120,36 @@ func (st *sweepState) retain(live map[activity.Key]bool) {
 			delete(st.patched, k)
 		}
 	}
+	for k := range st.recovered {
+		if !live[k] {
+			delete(st.recovered, k)
+		}
+	}
 }
 
 // suspend patches sb to Suspended, conditional on its resourceVersion, with
 // until (the end of the term's certain leadership) as deadline.
-func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, idle time.Duration) bool {
+func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, user string, idle time.Duration) bool {
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
 	defer cancelTimeout()
 	err := s.patch.Suspend(ctx, sb.Name, sb.ResourceVersion)
 	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name)
+	result := suspendOK
 	switch {
 	case err == nil:
-		s.m.suspends.WithLabelValues(suspendOK).Inc()
 		log.Info("suspended idle sandbox", "idle_ms", idle.Milliseconds())
-		return true
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		s.m.suspends.WithLabelValues(suspendConflict).Inc()
+		result = suspendConflict
 		log.Debug("sandbox changed before suspend", "error", err)
 	default:
-		s.m.suspends.WithLabelValues(suspendError).Inc()
+		result = suspendError
 		log.Warn("suspend failed", "error", err)
 	}
-	return false
+	s.m.suspends.WithLabelValues(result).Inc()
+	s.writeAudit(ctx, "suspend", user, sb.Name, result, "idle_ms", idle.Milliseconds())
+	return err == nil
 }
 
 // running: spec.operatingMode is Running (unset defaults to it) and the

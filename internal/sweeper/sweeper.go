@@ -42,8 +42,10 @@ type Leader struct {
 type Sweeper struct {
 	opts Options
 	log  *slog.Logger
-	m    *metrics
-	agg  *Aggregator
+	// audit writes the audit events of the leader's actions.
+	audit *slog.Logger
+	m     *metrics
+	agg   *Aggregator
 
 	src   lister
 	patch patcher
@@ -74,9 +76,11 @@ func newSweeper(o Options, src lister, p patcher) (*Sweeper, error) {
 	if err != nil {
 		return nil, err
 	}
+	pod, _, _ := ParseIdentity(o.Identity) // validated
 	return &Sweeper{
 		opts: o, log: o.Logger.With("component", "sweeper", "identity", o.Identity), m: m,
-		agg: NewAggregator(o.ReportInterval), src: src, patch: p,
+		audit: o.Audit.With("log", "audit", "replica", pod),
+		agg:   NewAggregator(o.ReportInterval), src: src, patch: p,
 	}, nil
 }
 

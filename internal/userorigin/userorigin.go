@@ -107,3 +107,14 @@ func SafeNext(next string) string {
 	}
 	return next
 }
+
+// ValidateMainHost refuses a main host (host[:port]) that is itself a
+// user origin under domain: the platform's own pages would then share an
+// origin with that user's agent, and a request for it would be routed to
+// the agent.
+func ValidateMainHost(mainHost, domain string) error {
+	if user, ok := UserOf(mainHost, domain); ok {
+		return fmt.Errorf("main host %q is the origin of user %q under user domain %q: use a host outside it", mainHost, user, domain)
+	}
+	return nil
+}

@@ -106,3 +106,21 @@ func FuzzSafeNext(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateMainHost(t *testing.T) {
+	for _, tt := range []struct {
+		host, domain string
+		ok           bool
+	}{
+		{"gate.example.test", "example.test", false},
+		{"Gate.Example.Test:8443", "example.test", false},
+		{"example.test", "example.test", true},
+		{"example.test:8443", "users.example.test", true},
+		{"a.b.example.test", "example.test", true},
+		{"gw.example.test", "users.example.test", true},
+	} {
+		if err := ValidateMainHost(tt.host, tt.domain); (err == nil) != tt.ok {
+			t.Errorf("ValidateMainHost(%q, %q) = %v, want ok=%v", tt.host, tt.domain, err, tt.ok)
+		}
+	}
+}

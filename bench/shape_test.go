@@ -1,0 +1,90 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/bench/load"
+	"github.com/sandgate/sandgate/bench/scale"
+)
+
+// wholeSmoke returns results with every figure a smoke run measures.
+func wholeSmoke(c config) *results {
+	run := func(a app, cl cell) httpRun {
+		h := httpRun{App: a.Name, cell: cl, CPU: map[string]time.Duration{},
+			Result: load.Result{Requests: 10, Total: 12, RPS: 100, Latency: load.Latency{N: 10, P50: time.Millisecond, P99: 2 * time.Millisecond}}}
+		for _, role := range servedBy[cl.Way] {
+			h.CPU[role] = 10 * time.Microsecond
+		}
+		return h
+	}
+	r := &results{Profile: "top", IdleHeap: "top"}
+	for _, a := range apps {
+		for _, cl := range plan(a, c.smoke) {
+			r.HTTP = append(r.HTTP, run(a, cl))
+		}
+	}
+	r.Half = []httpRun{run(fastApp, cell{direct, 1 << 10, 64}), run(fastApp, cell{viaProxy, 1 << 10, 64})}
+	for _, w := range []way{direct, viaProxy} {
+		r.SSE = append(r.SSE, wayLatency{w, load.Latency{N: c.sseEvents, P50: time.Millisecond}})
+		r.WSEcho = append(r.WSEcho, wayLatency{w, load.Latency{N: echoMessages, P50: time.Millisecond}})
+	}
+	r.Idle = idleResult{Wanted: c.wsIdle, Open: c.wsIdle, Before: proxyMemory{RSS: 1}, After: proxyMemory{RSS: 2}}
+	r.Idle.After.Goroutines = 2 * c.wsIdle
+	r.Sessions = sessionFigures{benchFigure{NsPerOp: 1}, benchFigure{NsPerOp: 1}, benchFigure{NsPerOp: 1}}
+	fig := func(users, pods int) scale.Result {
+		return scale.Result{Users: users, Pods: pods, Sync: time.Millisecond, BaseRSS: 1, RSS: 2, Lookup: time.Microsecond}
+	}
+	for _, n := range c.scaleUsers {
+		r.Scale = append(r.Scale, fig(n, n/scale.Nodes))
+	}
+	for _, n := range c.growthPods {
+		r.Growth = append(r.Growth, fig(n, n))
+	}
+	return r
+}
+
+func TestCheckShapePassesWholeResults(t *testing.T) {
+	c := config{smoke: true}.smoked()
+	if err := checkShape(c, wholeSmoke(c), "slog.(*Logger).Info, informer.Index"); err != nil {
+		t.Errorf("checkShape: %v", err)
+	}
+}
+
+func TestCheckShapeFindsGaps(t *testing.T) {
+	c := config{smoke: true, profile: "dir"}.smoked()
+	for _, tc := range []struct {
+		name  string
+		spoil func(r *results) string
+		want  string
+	}{
+		{"missing run", func(r *results) string { r.HTTP = r.HTTP[1:]; return "" }, "0 rounds, want 1"},
+		{"errors", func(r *results) string { r.HTTP[0].Result.Errors = 3; return "" }, "3 errors"},
+		{"no requests", func(r *results) string { r.HTTP[1].Result.Requests = 0; return "" }, "0 requests"},
+		{"no proxy CPU", func(r *results) string {
+			for i := range r.HTTP {
+				if r.HTTP[i].Way == viaCrowd {
+					delete(r.HTTP[i].CPU, "crowd")
+				}
+			}
+			return ""
+		}, "no CPU time read for the crowd"},
+		{"short SSE", func(r *results) string { r.SSE[1].Latency.N = 3; return "" }, "SSE proxy: 3 samples"},
+		{"no idle sockets", func(r *results) string { r.Idle.Open = 0; return "" }, "idle WebSockets"},
+		{"growth row missing", func(r *results) string { r.Growth = r.Growth[:1]; return "" }, "growth: 1 rows, want 2"},
+		{"pods not counted", func(r *results) string { r.Scale[0].Pods = 0; return "" }, "scale 1000 users"},
+		{"no profile", func(r *results) string { r.Profile = ""; return "" }, "profiles"},
+		{"NaN printed", func(*results) string { return "| NaN |" }, "prints NaN"},
+		{"Inf printed", func(*results) string { return "ratio +Inf" }, "prints +Inf"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := wholeSmoke(c)
+			report := tc.spoil(r)
+			err := checkShape(c, r, report)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("checkShape = %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/bench/scale"
+)
+
+// dataTable writes app a's ways (a)-(d) and their ratios.
+func dataTable(b *strings.Builder, r *results, a app, c config) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n### %s app\n\n| way | body | conns | req/s | p50 | p99 | CPU per request: front server | app |\n|---|---|---|---|---|---|---|---|\n", a.Name)
+	matrix := func(each func(size, conns int)) {
+		for _, cl := range plan(a, c.smoke) {
+			if cl.Way == direct {
+				each(cl.Size, cl.Conns)
+			}
+		}
+	}
+	matrix(func(size, conns int) {
+		for _, w := range []way{direct, viaProxy, viaBase, viaBare} {
+			rs := r.runs(a, cell{w, size, conns})
+			front := "-"
+			if w != direct {
+				front = usCell(rs.cpu(servedBy[w][0]))
+			}
+			p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", wayName[w], kib(size), conns, rpsCell(rs.rps()),
+				msCell(rs.p50()), msCell(rs.p99()), front, usCell(rs.cpu("app")))
+		}
+	})
+	p("\nRatios of the medians (throughput, then the front server's CPU per request):\n\n")
+	p("| body | conns | b/a | b/c | b/d | CPU b/d | CPU b/c |\n|---|---|---|---|---|---|---|\n")
+	matrix(func(size, conns int) {
+		get := func(w way) rounds { return r.runs(a, cell{w, size, conns}) }
+		ra, rb, rc, rd := get(direct), get(viaProxy), get(viaBase), get(viaBare)
+		p("| %s | %d | %s | %s | %s | %s | %s |\n", kib(size), conns,
+			ratioCell(rb.rps().Med, ra.rps().Med), ratioCell(rb.rps().Med, rc.rps().Med), ratioCell(rb.rps().Med, rd.rps().Med),
+			ratioCell(rb.cpu("proxy").Med, rd.cpu("bare").Med), ratioCell(rb.cpu("proxy").Med, rc.cpu("baseline").Med))
+	})
+}
+
+// wayName labels the ways in tables.
+var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp"}
+
+// halfTable writes the half-load rounds and their medians.
+func halfTable(b *strings.Builder, r *results, c config) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n### Latency at half load\n\nHalf of (b)'s median peak (fasthttp app, 64 connections, 1 KiB), paced open loop (latency counts from each "+
+		"request's scheduled time), %d alternating rounds; the target compares the medians of the rounds' p99.\n\n", c.rounds)
+	p("| round | way | rate req/s | achieved req/s | p50 | p99 |\n|---|---|---|---|---|---|\n")
+	for i, h := range r.Half {
+		p("| %d | %s | %.0f | %.0f | %s | %s |\n", i/2+1, h.Way, h.Rate, h.Result.RPS, ms(h.Result.Latency.P50), ms(h.Result.Latency.P99))
+	}
+	for _, w := range []way{direct, viaProxy} {
+		p("| median | %s | | | | %s |\n", w, ms(r.halfP99(w).dur()))
+	}
+}
+
+// crowdTable writes the many-users run beside (b) for each app.
+func crowdTable(b *strings.Builder, r *results, c config) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n### Many users\n\n%d sessions of %d users, each user's sandbox on n1 (a pod whose app is the way's app), every request "+
+		"from a session picked at random. The node proxy uses the real handshaker (internal/handshake): on the first request to "+
+		"each sandbox it reads the pod's CRI log file (%d lines, the launch line %d lines from the end) and trades the launch "+
+		"token with the app for its cookie, which then comes from the handshaker's cache. Those first requests fall in the "+
+		"warm-up of the first round. The apps do not check the cookie they are sent.\n\n", crowdSessions, crowdSandboxes,
+		logLinesBefore+1+logLinesAfter, logLinesAfter+1)
+	p("| app | body | conns | req/s | p50 | p99 | proxy CPU per request | (b) req/s | many/(b) |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, a := range apps {
+		for _, cl := range plan(a, c.smoke) {
+			if cl.Way != viaCrowd {
+				continue
+			}
+			rs, bb := r.runs(a, cl), r.runs(a, cell{viaProxy, cl.Size, cl.Conns}).rps()
+			p("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", a.Name, kib(cl.Size), cl.Conns, rpsCell(rs.rps()), msCell(rs.p50()),
+				msCell(rs.p99()), usCell(rs.cpu("crowd")), rpsCell(bb), ratioCell(rs.rps().Med, bb.Med))
+		}
+	}
+}
+
+// scaleTables writes the scale and growth tables.
+func scaleTables(b *strings.Builder, r *results) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n## 6. Scale\n\nA node proxy process (informer.Index plus nodeproxy.Proxy) fed N accounts: N claims and N Sandboxes " +
+		"across 50 nodes, this node's pods and the 50 nodes, through the Index's real informers as a watch-list stream. " +
+		"Pods cached counts the users the running Index routes to this node. Sync is from starting the informers to synced. " +
+		"Empty proxy is the process's RSS with a node proxy built and synced over empty caches; RSS is with a second one " +
+		"holding every account, after the fed lists are freed.\n\n")
+	p("| users | pods cached | sync | RSS (empty proxy) | RSS | heap per user | resolve (Lookup) |\n|---|---|---|---|---|---|---|\n")
+	for _, sc := range r.Scale {
+		p("| %d | %d | %s | %s | %s | %.0f B | %d ns |\n", sc.Users, sc.Pods, ms(sc.Sync), mib(sc.BaseRSS), mib(sc.RSS), sc.HeapPerUser, sc.Lookup.Nanoseconds())
+	}
+	if len(r.Growth) == 0 {
+		return
+	}
+	p("\n### How cost grows with pods cached\n\nThe same with one node: every account's pod runs on the proxy's node and is cached.\n\n")
+	p("| pods cached | sync | RSS (empty proxy) | RSS | RSS above empty | resolve (Lookup) |\n|---|---|---|---|---|---|\n")
+	for _, g := range r.Growth {
+		p("| %d | %s | %s | %s | %s | %d ns |\n", g.Pods, ms(g.Sync), mib(g.BaseRSS), mib(g.RSS), mib(g.RSS-g.BaseRSS), g.Lookup.Nanoseconds())
+	}
+	p("\n")
+	for _, f := range []struct {
+		name  string
+		value func(scale.Result) float64
+		unit  func(float64) string
+	}{
+		{"sync", func(g scale.Result) float64 { return float64(g.Sync) }, func(v float64) string { return ms(time.Duration(v)) }},
+		{"RSS above empty", func(g scale.Result) float64 { return float64(g.RSS - g.BaseRSS) }, func(v float64) string { return mib(int64(v)) }},
+		{"resolve", func(g scale.Result) float64 { return float64(g.Lookup) }, func(v float64) string { return fmt.Sprintf("%.0f ns", v) }},
+	} {
+		first, last := r.Growth[0], r.Growth[len(r.Growth)-1]
+		p("- %s: %s\n", f.name, growth(float64(first.Pods), f.value(first), float64(last.Pods), f.value(last), f.unit))
+	}
+}
+
+// growth says how a figure grew from n1 to n2 pods: the exponent k of
+// f ~ n^k fitted through the two measured points, and its class.
+func growth(n1, f1, n2, f2 float64, unit func(float64) string) string {
+	if n1 <= 0 || n2 <= n1 || f1 <= 0 || f2 <= 0 {
+		return fmt.Sprintf("%s at %.0f pods, %s at %.0f: too few points to fit", unit(f1), n1, unit(f2), n2)
+	}
+	k := math.Log(f2/f1) / math.Log(n2/n1)
+	class := "worse than O(n)"
+	switch {
+	case k < 0.15:
+		class = "O(1)"
+	case k < 0.8:
+		class = "between O(1) and O(n)"
+	case k <= 1.2:
+		class = "O(n)"
+	}
+	return fmt.Sprintf("%s at %.0f pods, %s at %.0f: grows as n^%.2f, %s", unit(f1), n1, unit(f2), n2, k, class)
+}
+
+// rpsCell formats a throughput spread.
+func rpsCell(s spread) string {
+	return fmt.Sprintf("%.0f (%.0f-%.0f)", s.Med, s.Min, s.Max)
+}
+
+// msCell formats a latency spread in ns as milliseconds.
+func msCell(s spread) string {
+	return fmt.Sprintf("%.3f ms (%.3f-%.3f)", s.Med/1e6, s.Min/1e6, s.Max/1e6)
+}
+
+// usCell formats a CPU time spread in ns as the median in microseconds.
+func usCell(s spread) string { return us(s.dur()) }
+
+// ratioCell formats a/b, or "-" without b.
+func ratioCell(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// target is one stated goal and whether this run met it.
+type target struct {
+	what, measured string
+	met            bool
+}
+
+// targets judges the targets on this run's medians; a target
+// whose figures this run lacks is left out.
+func targets(r *results) []target {
+	var ts []target
+	add := func(what, measured string, met bool) { ts = append(ts, target{what, measured, met}) }
+	kb, kd := cell{viaProxy, 1 << 10, 64}, cell{viaBare, 1 << 10, 64}
+	pcpu, dcpu := r.runs(fastApp, kb).cpu("proxy").Med, r.runs(fastApp, kd).cpu("bare").Med
+	if pcpu > 0 && dcpu > 0 {
+		x := pcpu / dcpu
+		add("(b) CPU per request <= 1.3x (d)'s at 64 conns, 1 KiB (fasthttp app)",
+			fmt.Sprintf("%.2fx (%s vs %s)", x, us(time.Duration(pcpu)), us(time.Duration(dcpu))), x <= 1.3)
+	}
+	page := pageApp.Sizes[0]
+	if b, d := r.runs(pageApp, cell{viaProxy, page, 64}).rps().Med, r.runs(pageApp, cell{viaBare, page, 64}).rps().Med; d > 0 {
+		add("(b)/(d) throughput >= 0.95 at 64 conns (realistic app)", fmt.Sprintf("%.2f (%.0f vs %.0f req/s)", b/d, b, d), b/d >= 0.95)
+	}
+	b := r.runs(fastApp, kb).rps().Med
+	if cc := r.runs(fastApp, cell{viaBase, 1 << 10, 64}).rps().Med; cc > 0 {
+		add("(b)/(c) >= 3 at 64 conns, 1 KiB (fasthttp app)", fmt.Sprintf("%.2f", b/cc), b/cc >= 3)
+	}
+	if hop := r.runs(fastApp, cell{viaHop, 1 << 10, 64}).rps().Med; hop > 0 && b > 0 {
+		add("cross-node hop >= 0.55x (b) at 64 conns, 1 KiB", fmt.Sprintf("%.2f", hop/b), hop/b >= 0.55)
+	}
+	if d, pr := r.halfP99(direct), r.halfP99(viaProxy); pr.Med > 0 {
+		added := time.Duration(pr.Med - d.Med)
+		add("p99 added latency <= 1 ms at half of (b)'s peak",
+			fmt.Sprintf("%s (%s vs %s direct; proxy rounds %s-%s)", ms(added), ms(pr.dur()), ms(d.dur()), ms(time.Duration(pr.Min)), ms(time.Duration(pr.Max))),
+			added <= time.Millisecond)
+	}
+	if len(r.SSE) == 2 {
+		added := r.SSE[1].Latency.P99 - r.SSE[0].Latency.P99
+		add("SSE added delay p99 <= 5 ms", ms(added), added <= 5*time.Millisecond)
+	}
+	if r.Idle.Open > 0 {
+		per := float64(r.Idle.After.RSS-r.Idle.Before.RSS) / float64(r.Idle.Open) / 1024
+		add("<= 32 KiB RSS per bridged WebSocket", fmt.Sprintf("%.1f KiB (%d sockets)", per, r.Idle.Open), per <= 32)
+	}
+	if v := r.Sessions.VerifyCached.NsPerOp; v > 0 {
+		add("cached JWT verify <= 1 us", fmt.Sprintf("%.0f ns", v), v <= 1000)
+	}
+	for _, sc := range r.Scale {
+		if sc.Users == 100_000 {
+			add("100k users <= 200 MB RSS in the node proxy", mib(sc.RSS), sc.RSS <= 200<<20)
+		}
+	}
+	if l := r.Lifecycle; l != nil {
+		add("wake overhead <= 200 ms (median)", fmt.Sprintf("%s (max %s)", ms(l.WakeOverhead.P50), ms(l.WakeOverhead.Max)), l.WakeOverhead.P50 <= 200*time.Millisecond)
+	}
+	return ts
+}
+
+// halfP99 is w's p99 over the half-load rounds.
+func (r *results) halfP99(w way) spread {
+	var rs rounds
+	for _, h := range r.Half {
+		if h.Way == w {
+			rs = append(rs, h)
+		}
+	}
+	return rs.p99()
+}

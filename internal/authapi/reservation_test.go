@@ -1,0 +1,180 @@
+package authapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/sandgate/sandgate/internal/account"
+)
+
+// holdFinalizer keeps a claim being deleted in the API server until the
+// test lets it go.
+const holdFinalizer = "sandgate.test/hold"
+
+// TestSignupRefusesANameAReservationHolds: while a recreate holds a user
+// name (its Lease exists), a signup for that name answers 409 and leaves
+// no claim behind, even though the claim name was free.
+func TestSignupRefusesANameAReservationHolds(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	in := e.start(t, nil)
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: in.srv.reserved.name("alice")}}
+	if _, err := e.kube.CoordinationV1().Leases(e.ns).Create(t.Context(), lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := in.do(t, req{method: "POST", path: "/users", json: `{"user":"alice"}`})
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("signup of a reserved name: %d %s, want 409", resp.StatusCode, body)
+	}
+	if !eventually(5*time.Second, func() bool {
+		_, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Error("the refused signup left its claim")
+	}
+	in.signupJSON(t, "bob")
+}
+
+// TestRecreateHoldsTheNameAgainstSignups recreates alice's account while
+// her old claim is held in deletion by a finalizer. The reservation exists
+// before the delete; once the old claim is gone, a claim made in the gap
+// (as by a signup whose replica died before checking the reservation) is
+// removed, every signup for alice meanwhile answers 409, and the account
+// ends with the recreate's new token. A second recreate while one runs is
+// refused. The reservation is gone afterwards.
+func TestRecreateHoldsTheNameAgainstSignups(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	in := e.start(t, nil)
+	// Signups are sent back to back below: past the global signup budget
+	// they would be refused for that instead.
+	other := e.start(t, func(o *Options) { o.SignupBudget = 1 << 20 })
+	token, _ := in.signupJSON(t, "alice")
+	setFinalizers(t, e, "dsh-alice", func(f []string) []string { return append(f, holdFinalizer) })
+
+	type result struct {
+		code int
+		body string
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, _ := http.NewRequest("POST", in.http.URL+"/recreate", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(r)
+		if err != nil {
+			done <- result{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, string(b)}
+	}()
+	if !eventually(20*time.Second, func() bool {
+		c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+		return err == nil && c.DeletionTimestamp != nil
+	}) {
+		t.Fatal("recreate did not delete the old claim")
+	}
+	if _, err := e.kube.CoordinationV1().Leases(e.ns).Get(t.Context(), in.srv.reserved.name("alice"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("no reservation while the old claim is being deleted: %v", err)
+	}
+	// The claim being deleted is no account: a second recreate is refused
+	// before it reaches the reservation (which would refuse it too).
+	if resp, body := other.do(t, req{method: "POST", path: "/recreate", header: map[string]string{"Authorization": "Bearer " + token}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a second recreate while one runs: %d %s, want 401", resp.StatusCode, body)
+	}
+
+	setFinalizers(t, e, "dsh-alice", func(f []string) []string {
+		return slices.DeleteFunc(f, func(s string) bool { return s == holdFinalizer })
+	})
+	intruder := (&claimStore{prefix: DefaultClaimPrefix, pool: DefaultWarmPool, ns: e.ns}).newClaim("alice", account.HashToken("intruder"), account.FirstEpoch)
+	if _, err := e.claims.Create(t.Context(), intruder, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	var got result
+	for waiting := true; waiting; {
+		select {
+		case got = <-done:
+			waiting = false
+		default:
+			resp, body := other.do(t, req{method: "POST", path: "/users", json: `{"user":"alice"}`})
+			if resp.StatusCode != http.StatusConflict {
+				t.Errorf("signup of alice during her recreate: %d %s, want 409", resp.StatusCode, body)
+			}
+		}
+	}
+	if got.code != http.StatusCreated {
+		t.Fatalf("recreate: %d %s", got.code, got.body)
+	}
+	var out signupResponse
+	mustJSON(t, got.body, &out)
+	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, err := account.FromClaim(c); err != nil || !a.TokenMatches(out.Token) {
+		t.Errorf("alice's claim after the recreate does not hold the recreate's token (%v)", err)
+	}
+	if _, err := e.kube.CoordinationV1().Leases(e.ns).Get(t.Context(), in.srv.reserved.name("alice"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("reservation after the recreate: %v, want gone", err)
+	}
+	in.login(t, out.Token)
+}
+
+// TestReservationLeftByADeadRecreateExpires: a reservation older than
+// reservationTTL by the recreating replica's clock is replaced, a live one
+// refuses the recreate.
+func TestReservationLeftByADeadRecreateExpires(t *testing.T) {
+	e := newEnv(t)
+	clock := &fakeClock{}
+	r := newReservations(Options{Kube: e.kube, Namespace: e.ns, ClaimPrefix: DefaultClaimPrefix, Now: clock.Now})
+	ctx := context.Background()
+	first, err := r.reserve(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.reserve(ctx, "alice"); !errors.Is(err, ErrRecreating) {
+		t.Fatalf("reserving a held name: %v, want ErrRecreating", err)
+	}
+	clock.Advance(reservationTTL + time.Minute)
+	second, err := r.reserve(ctx, "alice")
+	if err != nil || second.UID == first.UID {
+		t.Fatalf("reserving over a dead recreate's leftover: %v", err)
+	}
+	if err := r.release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kube.CoordinationV1().Leases(e.ns).Get(ctx, second.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("releasing the leftover removed the live reservation: %v", err)
+	}
+	if err := r.release(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setFinalizers edits the finalizers of claim name.
+func setFinalizers(t *testing.T, e *env, name string, edit func([]string) []string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := e.claims.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Finalizers = edit(c.Finalizers)
+		_, err = e.claims.Update(t.Context(), c, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,54 @@
+package nodeproxy
+
+import (
+	"net/http"
+	"net/netip"
+	"testing"
+)
+
+func TestAuthProxyHeaderOnlyFromTrustedProxies(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		trusted bool
+		header  string
+		kept    bool
+	}{
+		{"configured name from a client", false, "Remote-User", false},
+		{"configured name, other case, from a client", false, "REMOTE-USER", false},
+		{"common SSO name from a client", false, "Remote-Email", false},
+		{"oauth2-proxy name from a client", false, "X-Forwarded-Email", false},
+		{"configured name from a trusted proxy", true, "Remote-User", true},
+		{"unrelated header from a client", false, "X-Custom", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{modify: func(o *Options) {
+				o.AuthProxyHeader = "Remote-User"
+				if tt.trusted {
+					o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+				}
+			}})
+			resp := h.do(http.MethodPost, "node-a", "/signup", nil, map[string]string{tt.header: "alice"})
+			readAll(t, resp)
+			got := h.auth.last().Header.Values(tt.header)
+			if kept := len(got) > 0; kept != tt.kept {
+				t.Errorf("auth API saw %s: %q, want kept=%v", tt.header, got, tt.kept)
+			}
+		})
+	}
+}
+
+func TestAuthProxyHeaderNeverReachesApps(t *testing.T) {
+	h := newHarness(t, harnessOpts{modify: func(o *Options) {
+		o.AuthProxyHeader = "Remote-User"
+		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}})
+	h.addUser("alice", "node-a")
+	e := echo(t, h.get("node-a", "/u/alice/api/echo", map[string]string{
+		"Cookie": cookie(h.session("alice")), "Remote-User": "bob", "Remote-Groups": "admin",
+	}))
+	for _, name := range []string{"Remote-User", "Remote-Groups"} {
+		if v := e.Headers.Values(name); len(v) != 0 {
+			t.Errorf("the app saw %s: %q", name, v)
+		}
+	}
+}

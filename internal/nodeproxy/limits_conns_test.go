@@ -1,0 +1,93 @@
+package nodeproxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConnectionsBoundedPerClient: past its share of open connections an
+// address is refused at once, while another address is served.
+func TestConnectionsBoundedPerClient(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	p := h.nodes["node-a"].proxy
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := p.newClientListener(ln)
+	lim.limit.max = 3
+	srv := p.newServer()
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(lim) }()
+	t.Cleanup(func() { srv.Shutdown(); lim.closeAll(); <-done })
+
+	dial := func(from string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, err := d.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	get := func(c net.Conn) string {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+testHost+"\r\n\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+	var held []net.Conn
+	for i := range 3 {
+		c := dial("127.0.0.1")
+		if got := get(c); !strings.Contains(got, " 200 ") {
+			t.Fatalf("connection %d within the bound: %q", i, got)
+		}
+		held = append(held, c)
+	}
+	if got := get(dial("127.0.0.1")); got != "" {
+		t.Errorf("connection past the bound was served: %q", got)
+	}
+	if got := get(dial("127.0.0.2")); !strings.Contains(got, " 200 ") {
+		t.Errorf("another address: %q, want 200", got)
+	}
+	held[0].Close()
+	eventually(t, "a closed connection frees its slot", func() bool {
+		return strings.Contains(get(dial("127.0.0.1")), " 200 ")
+	})
+}
+
+// TestServeBoundsConnectionsPerClient: the proxy's own listeners apply
+// the bound: one address holding maxConnsPerClient connections gets no
+// more, while another address is served.
+func TestServeBoundsConnectionsPerClient(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	addr := h.nodes["node-a"].addr
+	dial := func(from string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	get := func(c net.Conn) string {
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+testHost+"\r\n\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		return strings.TrimSpace(line)
+	}
+	for range maxConnsPerClient {
+		dial("127.0.0.9")
+	}
+	if got := get(dial("127.0.0.9")); got != "" {
+		t.Errorf("connection past the bound was served: %q", got)
+	}
+	if got := get(dial("127.0.0.10")); !strings.Contains(got, " 200 ") {
+		t.Errorf("another address: %q, want 200", got)
+	}
+}

@@ -1,0 +1,137 @@
+package sweeper
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+)
+
+// fakePods records pod deletions and events.
+type fakePods struct {
+	mu      sync.Mutex
+	deleted []string
+	events  []*corev1.Event
+}
+
+func (p *fakePods) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deleted = append(p.deleted, name)
+	return nil
+}
+
+func (p *fakePods) Create(_ context.Context, ev *corev1.Event, _ metav1.CreateOptions) (*corev1.Event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, ev)
+	return ev, nil
+}
+
+func (p *fakePods) seen() ([]string, []*corev1.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.deleted), slices.Clone(p.events)
+}
+
+// failPod sets sb's Ready condition as the controller does when its pod
+// reaches phase Failed.
+func (f *fakeCluster) failPod(sb string, cond metav1.Condition) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sandboxes[sb].DeepCopy()
+	s.ResourceVersion = f.nextRV()
+	cond.LastTransitionTime = metav1.Now()
+	s.Status.Conditions = []metav1.Condition{cond}
+	s.Annotations = map[string]string{agents.AnnotationPodName: sb + "-pod"}
+	f.sandboxes[sb] = s
+}
+
+var podFailed = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonPodFailed}
+
+// TestFailedPodDeletedOncePerFailure: the leader deletes the terminated
+// pod of a managed, running sandbox once, records an Event on the Sandbox
+// and counts it; a later failure of the recreated pod is deleted again.
+func TestFailedPodDeletedOncePerFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		pods := &fakePods{}
+		o := testOptions()
+		o.Pods, o.Events = pods, pods
+		f, s := sweepingBob(t, o)
+		f.failPod("pool-a", podFailed)
+		at(start, time.Minute)
+		deleted, events := pods.seen()
+		if !slices.Equal(deleted, []string{"pool-a-pod"}) {
+			t.Fatalf("deleted %v after a minute of sweeps, want pool-a-pod once", deleted)
+		}
+		if len(events) != 1 || events[0].InvolvedObject.Kind != "Sandbox" || events[0].InvolvedObject.Name != "pool-a" || events[0].Reason != "TerminatedPodDeleted" {
+			t.Errorf("events %v", events)
+		}
+		if n := testutil.ToFloat64(s.m.failedPods.WithLabelValues(failedPodDeleted)); n != 1 {
+			t.Errorf("failed pods metric %v, want 1", n)
+		}
+		expectPatches(t, f, "a failed sandbox is not suspended")
+
+		f.failPod("pool-a", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue, Reason: "PodFailed"})
+		at(start, 2*time.Minute)
+		if deleted, _ := pods.seen(); len(deleted) != 2 {
+			t.Errorf("deleted %v after a second failure, want two deletions", deleted)
+		}
+	})
+}
+
+// TestFailedPodLeftAloneUnlessManagedAndRunning: pods of unmanaged and of
+// suspended sandboxes are never deleted.
+func TestFailedPodLeftAloneUnlessManagedAndRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		pods := &fakePods{}
+		o := testOptions()
+		o.Pods, o.Events = pods, pods
+		f := newFakeCluster()
+		f.addClaim("hand-made", "pool-x", false)
+		f.addClaim("dsh-bob", "pool-a", true)
+		f.setMode("pool-a", agents.OperatingModeSuspended)
+		f.failPod("pool-x", podFailed)
+		f.failPod("pool-a", podFailed)
+		s := newTestSweeper(t, o, f)
+		_, stop := startTerm(t, s)
+		defer stop()
+		at(start, time.Minute)
+		if deleted, _ := pods.seen(); len(deleted) != 0 {
+			t.Errorf("deleted %v", deleted)
+		}
+	})
+}
+
+func TestTerminated(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cond metav1.Condition
+		want bool
+	}{
+		{"pod failed", podFailed, true},
+		{"pod succeeded", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonPodSucceeded}, true},
+		{"finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue}, true},
+		{"not finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionFalse}, false},
+		{"starting", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonDependenciesNotReady}, false},
+		{"suspended", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonSandboxSuspended}, false},
+		{"ready", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionTrue}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sb := &agents.Sandbox{Status: agents.SandboxStatus{Conditions: []metav1.Condition{tt.cond}}}
+			if got := Terminated(sb); got != tt.want {
+				t.Errorf("Terminated = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,129 @@
+package manifests_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+)
+
+// claimCount is the quota resource that counts SandboxClaims, one per
+// account.
+const claimCount corev1.ResourceName = "count/sandboxclaims.extensions.agents.x-k8s.io"
+
+// TestEveryVariantBoundsAccounts: every variant (a kustomization of the
+// whole platform, namespaces and auth API included) ships a ResourceQuota in the sandbox namespace on what signups create:
+// claims, Sandboxes, pods, volumes and their storage.
+func TestEveryVariantBoundsAccounts(t *testing.T) {
+	want := []corev1.ResourceName{claimCount, "count/sandboxes.agents.x-k8s.io", "pods", "persistentvolumeclaims", "requests.storage"}
+	variants := 0
+	for _, dir := range kustomizationDirs(t) {
+		objs := build(t, dir)
+		if !wholePlatform(objs) {
+			continue
+		}
+		variants++
+		hard := corev1.ResourceList{}
+		for _, q := range quotas(t, objs) {
+			if q.Namespace == sandboxNamespace {
+				for k, v := range q.Spec.Hard {
+					hard[k] = v
+				}
+			}
+		}
+		for _, r := range want {
+			if v, ok := hard[r]; !ok || v.IsZero() {
+				t.Errorf("%s: no ResourceQuota in %s bounds %s", dir, sandboxNamespace, r)
+			}
+		}
+	}
+	if variants == 0 {
+		t.Fatal("no kustomization is the whole platform")
+	}
+}
+
+// TestQuotaRefusesClaimsPastTheLimit applies the shipped quota, its claim
+// count lowered to 1, to a namespace of the real API server: the first
+// claim passes and the second is refused, so the resource name counts
+// SandboxClaims (a misspelt one would bound nothing).
+func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
+	ns := clustertest.Namespace(t, cluster)
+	cs, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := quotas(t, build(t, "quota"))
+	if len(qs) != 1 {
+		t.Fatalf("manifests/quota renders %d ResourceQuotas, want 1", len(qs))
+	}
+	q := qs[0]
+	q.Namespace = ns
+	q.Spec.Hard[claimCount] = resource.MustParse("1")
+	created, err := cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), &q, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No quota controller runs here: give the quota the status it would.
+	created.Status.Hard = created.Spec.Hard
+	created.Status.Used = corev1.ResourceList{}
+	for r := range created.Spec.Hard {
+		created.Status.Used[r] = resource.MustParse("0")
+	}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandboxapi.NewForConfig(cluster.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := sb.SandboxClaims(ns)
+	for i, user := range []string{"first", "second"} {
+		c := &extensions.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "dsh-" + user, Namespace: ns},
+			Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "dsh-pool"}},
+		}
+		_, err := claims.Create(t.Context(), c, metav1.CreateOptions{})
+		switch {
+		case i == 0 && err != nil:
+			t.Fatalf("the first claim was refused: %v", err)
+		case i == 1 && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota")):
+			t.Fatalf("the second claim: got %v, want refused for exceeding the quota", err)
+		}
+	}
+}
+
+// wholePlatform reports whether objs hold the namespaces and the auth API.
+func wholePlatform(objs []*unstructured.Unstructured) bool {
+	var namespaces, authapi bool
+	for _, obj := range objs {
+		namespaces = namespaces || obj.GetKind() == "Namespace"
+		authapi = authapi || obj.GetKind() == "Deployment" && obj.GetName() == "authapi"
+	}
+	return namespaces && authapi
+}
+
+func quotas(t *testing.T, objs []*unstructured.Unstructured) []corev1.ResourceQuota {
+	t.Helper()
+	var out []corev1.ResourceQuota
+	for _, obj := range objs {
+		if obj.GetKind() != "ResourceQuota" {
+			continue
+		}
+		var q corev1.ResourceQuota
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &q); err != nil {
+			t.Fatalf("ResourceQuota %s: %v", obj.GetName(), err)
+		}
+		out = append(out, q)
+	}
+	return out
+}

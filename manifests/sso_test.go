@@ -1,0 +1,83 @@
+package manifests_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// restrictingFlags are oauth2-proxy v7 flags that narrow who may sign in
+// beyond "has an account at the provider".
+var restrictingFlags = []string{"github-org", "github-team", "github-repo", "github-user", "allowed-group", "gitlab-group", "google-group"}
+
+// admitsAnyAccount reports whether oauth2-proxy with args lets every
+// account of its provider in: any e-mail domain and no organisation,
+// team, repository, user or group rule.
+func admitsAnyAccount(args []string) bool {
+	anyDomain, restricted := false, false
+	for _, a := range args {
+		name, value, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch {
+		case name == "email-domain" && value == "*":
+			anyDomain = true
+		case value != "" && slices.Contains(restrictingFlags, name):
+			restricted = true
+		}
+	}
+	return anyDomain && !restricted
+}
+
+func TestAdmitsAnyAccount(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--provider=github", "--email-domain=*"}, true},
+		{[]string{"--provider=github", "--email-domain=*", "--github-org="}, true},
+		{[]string{"--provider=github", "--email-domain=*", "--github-org=acme"}, false},
+		{[]string{"--provider=github", "--email-domain=*", "--github-org=acme", "--github-team=dev"}, false},
+		{[]string{"--provider=oidc", "--email-domain=*", "--allowed-group=sandgate-users"}, false},
+		{[]string{"--provider=github", "--email-domain=example.com"}, false},
+	} {
+		if got := admitsAnyAccount(tt.args); got != tt.want {
+			t.Errorf("admitsAnyAccount(%q) = %v, want %v", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestSSOVariantAdmitsOnlyItsOrganisation: the shipped SSO variant does
+// not let every GitHub account in (--email-domain=* alone did), and the
+// header the auth API takes the user from is the one oauth2-proxy sets on
+// every request it forwards.
+func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
+	objs := build(t, "exposure/sso")
+	proxy := decodeKind[appsv1.Deployment](t, objs, "Deployment", "oauth2-proxy")
+	var c *corev1.Container
+	for i := range proxy.Spec.Template.Spec.Containers {
+		if strings.Contains(proxy.Spec.Template.Spec.Containers[i].Image, "oauth2-proxy") {
+			c = &proxy.Spec.Template.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		t.Fatal("no oauth2-proxy container")
+	}
+	args := append(append([]string(nil), c.Command...), c.Args...)
+	if admitsAnyAccount(args) {
+		t.Errorf("oauth2-proxy admits every account of its provider: %q", args)
+	}
+	if !slices.Contains(args, "--pass-user-headers=true") {
+		t.Errorf("oauth2-proxy does not set X-Forwarded-User on the requests it forwards: %q", args)
+	}
+	auth := decodeKind[appsv1.Deployment](t, objs, "Deployment", "authapi")
+	if got := containerSettings(&auth.Spec.Template.Spec.Containers[0], objs)["AUTH_PROXY_HEADER"]; got != "X-Forwarded-User" {
+		t.Errorf("the auth API takes the user from %q, want X-Forwarded-User, which oauth2-proxy sets", got)
+	}
+	for _, ds := range nodeproxyDaemonSets(t, objs) {
+		if got := containerSettings(nodeproxyContainer(ds), objs)["AUTH_PROXY_HEADER"]; got != "X-Forwarded-User" {
+			t.Errorf("the node proxies know the SSO header as %q, want the auth API's X-Forwarded-User", got)
+		}
+	}
+}
