@@ -20,7 +20,6 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // Sandbox states shown to users.
@@ -342,7 +341,7 @@ func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) stri
 		case err != nil:
 		case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 			return StateSuspended
-		case sweeper.Terminated(sb):
+		case agents.Terminated(sb):
 			return StateFailed
 		}
 	}

@@ -16,24 +16,12 @@ import (
 // its workspace and ends every session: node proxies refuse a user whose
 // claim is gone or terminating.
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	in, err := s.readInput(w, r)
+	in, a, err := s.pathOwner(w, r, "deleting")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	user := r.PathValue("user")
-	if in.User == "" {
-		in.User = user // a bearer token is checked against the path's account
-	}
-	a, _, err := s.actor(w, r, in)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if a.User != user {
-		s.fail(w, r, fmt.Errorf("%w: %q deleting %q", ErrForbidden, a.User, user))
-		return
-	}
+	user := a.User
 	if r.Method == http.MethodPost && in.Confirm != user {
 		s.fail(w, r, ErrNotConfirmed)
 		return

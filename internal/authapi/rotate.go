@@ -25,24 +25,12 @@ import (
 // with the old token, ends too; the caller gets a fresh session. The new
 // token is answered once: JSON, or a page of its own for a browser.
 func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) {
-	in, err := s.readInput(w, r)
+	_, a, err := s.pathOwner(w, r, "rotating the token of")
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	user := r.PathValue("user")
-	if in.User == "" {
-		in.User = user
-	}
-	a, _, err := s.actor(w, r, in)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if a.User != user {
-		s.fail(w, r, fmt.Errorf("%w: %q rotating the token of %q", ErrForbidden, a.User, user))
-		return
-	}
+	user := a.User
 	token := newBearerToken()
 	fresh, err := s.claims.rotateToken(r.Context(), user, account.HashToken(token))
 	if err != nil {

@@ -114,7 +114,7 @@ func (s *Server) hasSessionCookie(r *http.Request) bool {
 	return err == nil && ck.Value != ""
 }
 
-// actor authenticates a mutation (recreate, delete): by bearer token, which
+// actor authenticates a mutation (recreate, delete, token rotation): by bearer token, which
 // no browser attaches on its own, or by session cookie, which then needs a
 // same-origin Origin or Referer.
 func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (account.Account, *extensions.SandboxClaim, error) {
@@ -139,4 +139,27 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (accoun
 	}
 	noteActor(r, sess.account.User, authSession)
 	return sess.account, sess.claim, nil
+}
+
+// pathOwner reads a mutation of the account in the path (/users/{user}/…)
+// and authenticates its caller as that account's owner: a bearer token is
+// checked against the path's account, and a session of another account is
+// forbidden; doing names the mutation in that error.
+func (s *Server) pathOwner(w http.ResponseWriter, r *http.Request, doing string) (input, account.Account, error) {
+	in, err := s.readInput(w, r)
+	if err != nil {
+		return in, account.Account{}, err
+	}
+	user := r.PathValue("user")
+	if in.User == "" {
+		in.User = user
+	}
+	a, _, err := s.actor(w, r, in)
+	if err != nil {
+		return in, account.Account{}, err
+	}
+	if a.User != user {
+		return in, account.Account{}, fmt.Errorf("%w: %q %s %q", ErrForbidden, a.User, doing, user)
+	}
+	return in, a, nil
 }

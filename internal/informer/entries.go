@@ -46,6 +46,7 @@ type sandboxEntry struct {
 	pod       string // current pod's name (annotation); "" once it is gone
 	node      string // status.nodeName
 	suspended bool   // spec.operatingMode is Suspended
+	stopped   bool   // its pod terminated (agents.Terminated)
 	ready     bool   // condition Ready is True
 }
 
@@ -110,6 +111,7 @@ func (x *Index) transformSandbox(obj any) (any, error) {
 		pod:       s.Annotations[agents.AnnotationPodName],
 		node:      s.Status.NodeName,
 		suspended: s.Spec.OperatingMode == agents.OperatingModeSuspended,
+		stopped:   agents.Terminated(s),
 		ready:     conditionTrue(s.Status.Conditions, agents.ConditionReady),
 	}, nil
 }

@@ -40,6 +40,9 @@ const (
 	StateSuspended
 	// StateReady means the Sandbox is Ready and its pod or node is known.
 	StateReady
+	// StateStopped means the Sandbox's pod terminated (node eviction, spot
+	// reclaim, the app exited): it is being created again.
+	StateStopped
 )
 
 // String names the state for logs.
@@ -49,6 +52,8 @@ func (s State) String() string {
 		return "suspended"
 	case StateReady:
 		return "ready"
+	case StateStopped:
+		return "stopped"
 	}
 	return "pending"
 }
@@ -193,6 +198,9 @@ func (x *Index) route(name string) Route {
 		return r
 	case s.suspended:
 		r.State = StateSuspended
+		return r
+	case s.stopped:
+		r.State = StateStopped
 		return r
 	case !s.ready || s.node == "" || s.pod == "":
 		return r

@@ -67,6 +67,10 @@ func TestLookupRoute(t *testing.T) {
 	terminating := newPod("sb", uidA, testNode, "10.0.0.5", true)
 	now := metav1.Now()
 	terminating.DeletionTimestamp = &now
+	failed := newSandbox("sb", testNode, "sb", false, false)
+	failed.Status.Conditions[0].Reason = agents.ReasonPodFailed
+	finished := newSandbox("sb", testNode, "sb", false, false)
+	finished.Status.Conditions = append(finished.Status.Conditions, metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue})
 	tests := []struct {
 		name string
 		objs []runtime.Object
@@ -77,6 +81,8 @@ func TestLookupRoute(t *testing.T) {
 		{"sandbox not cached", []runtime.Object{newClaim("bob", "sb")}, Route{Sandbox: "sb"}},
 		{"suspended", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, true), pod}, Route{State: StateSuspended, Sandbox: "sb"}},
 		{"not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", false, false), pod}, Route{Sandbox: "sb"}},
+		{"pod failed", []runtime.Object{newClaim("bob", "sb"), failed, pod}, Route{State: StateStopped, Sandbox: "sb"}},
+		{"sandbox finished", []runtime.Object{newClaim("bob", "sb"), finished, pod}, Route{State: StateStopped, Sandbox: "sb"}},
 		{"ready without pod name", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false), pod}, Route{Sandbox: "sb"}},
 		{"local pod not cached", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false)}, Route{Sandbox: "sb"}},
 		{"local pod not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "10.0.0.5", false)}, Route{Sandbox: "sb"}},

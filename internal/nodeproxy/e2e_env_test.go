@@ -306,6 +306,7 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 		sw, err = sweeper.New(sweeper.Options{
 			Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
 			Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity(name, ln.Addr().String()),
+			Pods: p.kube.CoreV1().Pods(p.ns), Events: p.kube.CoreV1().Events(p.ns),
 			LeaseDuration: e2eLease, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
 			IdleTimeout: e2eIdleTimeout, ReportInterval: e2eReportInterval, CountOpenConnections: o.CountOpenConnections,
 			Logger: opts.Logger,

@@ -34,6 +34,9 @@ var (
 	ErrTooManyRenewals = errors.New("too many refused renewals from this client")
 	// ErrTooManyInFlight means the user's MAX_IN_FLIGHT_PER_USER is reached.
 	ErrTooManyInFlight = errors.New("too many requests in flight for this user")
+	// ErrStopped means the sandbox's pod terminated (node eviction, spot
+	// reclaim) and is being created again: no wake or wait helps.
+	ErrStopped = errors.New("sandbox pod stopped")
 	// ErrSuspended means the sandbox is suspended and wake-on-connect is off.
 	ErrSuspended = errors.New("sandbox suspended")
 	// ErrWakeTimeout means a held request's sandbox did not become Ready
@@ -104,6 +107,11 @@ func outcome(err error) result {
 	case errors.Is(err, ErrWakeTimeout):
 		res := r(fasthttp.StatusServiceUnavailable, "sandbox still waking, retry shortly")
 		res.retryAfter = true
+		return res
+	case errors.Is(err, ErrStopped):
+		res := r(fasthttp.StatusServiceUnavailable, "your agent's pod stopped (node eviction or failure); it is being started again")
+		res.retryAfter = true
+		res.wsClose = websocket.CloseTryAgainLater
 		return res
 	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop),
 		errors.Is(err, handshake.ErrNoLogs), errors.Is(err, handshake.ErrClosed), errors.Is(err, ErrShuttingDown):

@@ -30,6 +30,8 @@ func (p *Proxy) resolve(x *exchange, e informer.Entry) (target, error) {
 		return target{}, ErrSuspended
 	case informer.StatePending:
 		return target{}, ErrNotReady
+	case informer.StateStopped:
+		return target{}, ErrStopped
 	}
 	x.node = r.Node
 	if r.Local {

@@ -154,6 +154,8 @@ func TestWebSocketRejections(t *testing.T) {
 
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateSuspended })
 	expect("suspended", good.Clone(), websocket.CloseInternalServerErr)
+	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateStopped })
+	expect("pod stopped", good.Clone(), websocket.CloseTryAgainLater)
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateReady })
 
 	alice.stop()

@@ -13,10 +13,6 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 )
 
-// ConditionFinished is the Sandbox condition newer agent-sandbox
-// controllers set True once its pod has terminated (Succeeded or Failed).
-const ConditionFinished = "Finished"
-
 // Results of a failed-pod deletion, the label values of
 // sandgate_sweeper_failed_pods_deleted_total.
 const (
@@ -38,30 +34,13 @@ type EventCreator interface {
 	Create(ctx context.Context, ev *corev1.Event, opts metav1.CreateOptions) (*corev1.Event, error)
 }
 
-// Terminated reports whether sb's pod has stopped for good: the Sandbox
-// says Finished, or Ready is False because the pod failed or exited. The
-// landing page and the node proxy show this state; the leader then deletes
-// the pod so the controller creates it again.
-func Terminated(sb *agents.Sandbox) bool {
-	for _, c := range sb.Status.Conditions {
-		switch {
-		case c.Type == ConditionFinished && c.Status == metav1.ConditionTrue:
-			return true
-		case c.Type == agents.ConditionReady && c.Status == metav1.ConditionFalse &&
-			(c.Reason == agents.ReasonPodFailed || c.Reason == agents.ReasonPodSucceeded):
-			return true
-		}
-	}
-	return false
-}
-
 // failureMark identifies one failure of a sandbox's pod: the transition
 // of the condition that reported it. A pod that is recreated and fails
 // again is a new failure.
 func failureMark(sb *agents.Sandbox) time.Time {
 	var t time.Time
 	for _, c := range sb.Status.Conditions {
-		if c.Type == ConditionFinished || c.Type == agents.ConditionReady {
+		if c.Type == agents.ConditionFinished || c.Type == agents.ConditionReady {
 			t = latest(t, c.LastTransitionTime.Time)
 		}
 	}

@@ -81,7 +81,7 @@ func TestFailedPodDeletedOncePerFailure(t *testing.T) {
 		}
 		expectPatches(t, f, "a failed sandbox is not suspended")
 
-		f.failPod("pool-a", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue, Reason: "PodFailed"})
+		f.failPod("pool-a", metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue, Reason: "PodFailed"})
 		at(start, 2*time.Minute)
 		if deleted, _ := pods.seen(); len(deleted) != 2 {
 			t.Errorf("deleted %v after a second failure, want two deletions", deleted)
@@ -111,27 +111,4 @@ func TestFailedPodLeftAloneUnlessManagedAndRunning(t *testing.T) {
 			t.Errorf("deleted %v", deleted)
 		}
 	})
-}
-
-func TestTerminated(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		cond metav1.Condition
-		want bool
-	}{
-		{"pod failed", podFailed, true},
-		{"pod succeeded", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonPodSucceeded}, true},
-		{"finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue}, true},
-		{"not finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionFalse}, false},
-		{"starting", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonDependenciesNotReady}, false},
-		{"suspended", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonSandboxSuspended}, false},
-		{"ready", metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionTrue}, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			sb := &agents.Sandbox{Status: agents.SandboxStatus{Conditions: []metav1.Condition{tt.cond}}}
-			if got := Terminated(sb); got != tt.want {
-				t.Errorf("Terminated = %v, want %v", got, tt.want)
-			}
-		})
-	}
 }

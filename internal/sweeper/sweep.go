@@ -65,7 +65,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 			delete(st.patched, k)
 			continue
 		}
-		if Terminated(sb) {
+		if agents.Terminated(sb) {
 			until, ok := t.mayAct(time.Now())
 			if !ok {
 				return

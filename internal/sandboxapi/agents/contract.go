@@ -1,9 +1,14 @@
 package agents
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Condition types on a Sandbox (and mirrored on a SandboxClaim).
 const (
 	ConditionReady     = "Ready"
 	ConditionSuspended = "Suspended"
+	// ConditionFinished is set True by newer controllers once the pod has
+	// terminated (Succeeded or Failed).
+	ConditionFinished = "Finished"
 )
 
 // Reasons of the Ready condition seen upstream.
@@ -51,3 +56,21 @@ const (
 	LaunchTypeWarm = "warm"
 	LaunchTypeCold = "cold"
 )
+
+// Terminated reports whether sb's pod has stopped for good: the Sandbox
+// says Finished, or Ready is False because the pod failed or exited
+// (node eviction, spot reclaim). The landing page and the node proxies
+// show this state; the auth API's leader then deletes the pod so the
+// controller creates it again.
+func Terminated(sb *Sandbox) bool {
+	for _, c := range sb.Status.Conditions {
+		switch {
+		case c.Type == ConditionFinished && c.Status == metav1.ConditionTrue:
+			return true
+		case c.Type == ConditionReady && c.Status == metav1.ConditionFalse &&
+			(c.Reason == ReasonPodFailed || c.Reason == ReasonPodSucceeded):
+			return true
+		}
+	}
+	return false
+}

@@ -255,6 +255,21 @@ func (k *Kubelet) KillContainer(namespace, name string) error {
 	return fmt.Errorf("%w: %s/%s", ErrNoContainer, namespace, name)
 }
 
+// EvictPod fails pod namespace/name for good, as a node-pressure eviction
+// or a reclaimed spot node does: the app stops and the pod reports phase
+// Failed (reason Evicted) until it is deleted; nothing restarts it.
+func (k *Kubelet) EvictPod(namespace, name string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range k.workers {
+		if w.namespace == namespace && w.name == name && !w.terminating() {
+			w.evict()
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s/%s", ErrNoContainer, namespace, name)
+}
+
 // onClaimDeleted removes the volume directory of a deleted claim.
 func (k *Kubelet) onClaimDeleted(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {

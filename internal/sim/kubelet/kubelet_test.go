@@ -173,3 +173,35 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictedPodStaysFailed: an evicted pod reports phase Failed (reason
+// Evicted) and its app stops; nothing restarts it, and deleting it still
+// removes it.
+func TestEvictedPodStaysFailed(t *testing.T) {
+	e := startKubelet(t, 1, nil)
+	e.createPod("ev", e.k.NodeNames()[0], "")
+	pod := e.waitPod("ev", "Ready", podReady)
+	if err := e.k.EvictPod(e.ns, "ev"); err != nil {
+		t.Fatal(err)
+	}
+	failed := e.waitPod("ev", "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	if failed.UID != pod.UID || failed.Status.Reason != "Evicted" || podReady(failed) {
+		t.Errorf("evicted pod: uid %s, reason %q, ready %v; want the same pod, Evicted, not ready", failed.UID, failed.Status.Reason, podReady(failed))
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(failed.Status.PodIP, "3080"), time.Second); err == nil {
+		c.Close()
+		t.Error("the evicted pod's app still accepts connections")
+	}
+	if err := e.client.CoreV1().Pods(e.ns).Delete(t.Context(), "ev", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !poll(t, 30*time.Second, func() bool {
+		_, err := e.client.CoreV1().Pods(e.ns).Get(t.Context(), "ev", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Error("evicted pod not removed after its deletion")
+	}
+	if err := e.k.EvictPod(e.ns, "missing"); !errors.Is(err, ErrNoContainer) {
+		t.Errorf("EvictPod of an unknown pod: %v, want ErrNoContainer", err)
+	}
+}

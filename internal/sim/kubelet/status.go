@@ -27,6 +27,7 @@ type podState struct {
 	ready        bool
 	readySince   metav1.Time // last readiness transition
 	lastTerminal *corev1.ContainerStateTerminated
+	failed       bool // evicted: phase Failed, nothing runs any more
 }
 
 func newPodState(pod *corev1.Pod, ip, hostIP string) *podState {
@@ -89,6 +90,9 @@ func (s *podState) status() corev1.PodStatus {
 	if !s.ready {
 		status.Conditions[2].Reason = "ContainersNotReady"
 		status.Conditions[3].Reason = "ContainersNotReady"
+	}
+	if s.failed {
+		status.Phase, status.Reason, status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 	}
 	for i, c := range s.spec.Containers {
 		cs := corev1.ContainerStatus{

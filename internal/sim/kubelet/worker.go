@@ -32,6 +32,7 @@ type outcome int
 const (
 	crashed outcome = iota // the app died: restart it
 	stopped                // pod deleted or kubelet stopping
+	evicted                // the pod failed for good: it stays Failed until deleted
 )
 
 // worker owns one pod on one node, like the kubelet's pod worker: it runs
@@ -50,16 +51,18 @@ type worker struct {
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed when the pod is being deleted
 	killCh   chan struct{}
+	evictCh  chan struct{}
 }
 
 func newWorker(k *Kubelet, n *node, pod *corev1.Pod) *worker {
 	return &worker{
 		k: k, node: n, pod: pod.DeepCopy(),
 		namespace: pod.Namespace, name: pod.Name, uid: pod.UID,
-		log:    k.log.With("node", n.name, "namespace", pod.Namespace, "pod", pod.Name),
-		probe:  &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
-		stopCh: make(chan struct{}),
-		killCh: make(chan struct{}, 1),
+		log:     k.log.With("node", n.name, "namespace", pod.Namespace, "pod", pod.Name),
+		probe:   &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		stopCh:  make(chan struct{}),
+		killCh:  make(chan struct{}, 1),
+		evictCh: make(chan struct{}, 1),
 	}
 }
 
@@ -77,6 +80,13 @@ func (w *worker) terminating() bool {
 func (w *worker) crash() {
 	select {
 	case w.killCh <- struct{}{}:
+	default:
+	}
+}
+
+func (w *worker) evict() {
+	select {
+	case w.evictCh <- struct{}{}:
 	default:
 	}
 }
@@ -113,7 +123,11 @@ func (w *worker) run(ctx context.Context) {
 	}
 	st := newPodState(w.pod, ip, w.node.ip)
 	for {
-		if w.runContainer(ctx, ln, dataDir, st) != crashed {
+		switch w.runContainer(ctx, ln, dataDir, st) {
+		case stopped:
+			return
+		case evicted:
+			w.wait(ctx)
 			return
 		}
 		if ln, err = listenAgain(ctx, ip, w.k.opts.PodPort); err != nil {
@@ -216,6 +230,14 @@ func (w *worker) runContainer(ctx context.Context, ln net.Listener, dataDir stri
 			w.log.Info("container killed", "restarts", st.restarts)
 			st.exited(137)
 			return crashed
+		case <-w.evictCh:
+			cancel()
+			<-served
+			w.log.Info("pod evicted")
+			st.exited(137)
+			st.failed = true
+			w.report(ctx, st)
+			return evicted
 		case <-w.stopCh:
 			cancel()
 			<-served
