@@ -34,27 +34,12 @@ const authapiPolicy = "sandgate-authapi-writes"
 // makes, which the policy refuses: above all a patch of a Sandbox's pod
 // template to a privileged container.
 func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
-	a := newApplier(t)
-	for _, dir := range []string{"namespace", "authapi", "admission"} {
-		for _, obj := range build(t, dir) {
-			if obj.GetKind() == "Deployment" || obj.GetKind() == "PodDisruptionBudget" || obj.GetKind() == "Service" {
-				continue
-			}
-			if err := a.apply(t, obj, false); err != nil {
-				t.Fatalf("apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
-			}
-		}
-	}
+	applyAuthAPIAdmission(t)
 	admin, err := sandboxapi.NewForConfig(cluster.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	asAuthAPI := rest.CopyConfig(cluster.AdminConfig())
-	asAuthAPI.Impersonate = rest.ImpersonationConfig{
-		UserName: authapiSA,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sandboxNamespace, "system:authenticated"},
-	}
-	authapi, err := sandboxapi.NewForConfig(asAuthAPI)
+	authapi, err := sandboxapi.NewForConfig(asAuthAPI())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,27 +286,12 @@ const podDeletesPolicy = "sandgate-authapi-pod-deletes"
 // carries the user label passes; a running one, one without a Sandbox
 // owner and one without the user label are refused.
 func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
-	a := newApplier(t)
-	for _, dir := range []string{"namespace", "authapi", "admission"} {
-		for _, obj := range build(t, dir) {
-			if obj.GetKind() == "Deployment" || obj.GetKind() == "PodDisruptionBudget" || obj.GetKind() == "Service" {
-				continue
-			}
-			if err := a.apply(t, obj, false); err != nil {
-				t.Fatalf("apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
-			}
-		}
-	}
+	applyAuthAPIAdmission(t)
 	admin, err := kubernetes.NewForConfig(cluster.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	asAuthAPI := rest.CopyConfig(cluster.AdminConfig())
-	asAuthAPI.Impersonate = rest.ImpersonationConfig{
-		UserName: authapiSA,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sandboxNamespace, "system:authenticated"},
-	}
-	authapi, err := kubernetes.NewForConfig(asAuthAPI)
+	authapi, err := kubernetes.NewForConfig(asAuthAPI())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,4 +352,32 @@ func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 			t.Errorf("%s: not refused by %s: %v", tt.name, podDeletesPolicy, err)
 		}
 	}
+}
+
+// applyAuthAPIAdmission applies the auth API's RBAC, ConfigMap and the
+// admission policies to the real API server, without its workloads.
+func applyAuthAPIAdmission(t *testing.T) {
+	t.Helper()
+	a := newApplier(t)
+	for _, dir := range []string{"namespace", "authapi", "admission"} {
+		for _, obj := range build(t, dir) {
+			if obj.GetKind() == "Deployment" || obj.GetKind() == "PodDisruptionBudget" || obj.GetKind() == "Service" {
+				continue
+			}
+			if err := a.apply(t, obj, false); err != nil {
+				t.Fatalf("apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+}
+
+// asAuthAPI is the admin config impersonating the auth API's
+// ServiceAccount, with the groups the API server gives it.
+func asAuthAPI() *rest.Config {
+	c := rest.CopyConfig(cluster.AdminConfig())
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: authapiSA,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sandboxNamespace, "system:authenticated"},
+	}
+	return c
 }
