@@ -154,6 +154,7 @@ func TestWebSocketRejections(t *testing.T) {
 
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateSuspended })
 	expect("suspended", good.Clone(), websocket.CloseInternalServerErr)
+	eventually(t, "slot released after the suspended refusal", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateStopped })
 	expect("pod stopped", good.Clone(), websocket.CloseTryAgainLater)
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateReady })
