@@ -131,13 +131,13 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	for i, u := range e.URLs {
 		fmt.Fprintf(stdout, "entry of %s: %s\n", e.Nodes[i], u)
 	}
-	fmt.Fprintf(stdout, "CA of the entries' certificate: %s\nkubectl: %s --kubeconfig=%s get pods -A\nCtrl-C removes the cluster.\n", e.CAFile, e.Kubectl, e.Kubeconfig)
 	if o.readyFile != "" {
 		data, _ := json.Marshal(e)
 		if err := os.WriteFile(o.readyFile, data, 0o644); err != nil {
 			return fmt.Errorf("write the ready file: %w", err)
 		}
 	}
+	fmt.Fprintf(stdout, "CA of the entries' certificate: %s\nkubectl: %s --kubeconfig=%s get pods -A\nCtrl-C removes the cluster.\n", e.CAFile, e.Kubectl, e.Kubeconfig)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "stopping: removing the cluster")
 	return nil
