@@ -159,6 +159,7 @@ func TestE2EIdle(t *testing.T) {
 	})
 
 	t.Run("WebSocket traffic through one node keeps it awake, silence does not", func(t *testing.T) {
+		p.waitRoutedSuspended(t, "carol")
 		p.wake(t, "carol", carolCookie)
 		via := 1 - p.podNode("carol") // the node that hops
 		c := p.dialWS(t, via, "carol", carol.session)
