@@ -2,7 +2,9 @@ package account
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
+	"strings"
 )
 
 // The entry state binds a subdomain-routing entry code to the browser that
@@ -25,4 +27,14 @@ const (
 func EntryStateBinding(state string) string {
 	h := sha256.Sum256([]byte(state))
 	return base64.RawURLEncoding.EncodeToString(h[:16])
+}
+
+// EntryStateMatches reports, in constant time, whether state is the entry
+// state whose binding an entry code's id (<random>.<binding>) carries.
+func EntryStateMatches(codeID, state string) bool {
+	i := strings.LastIndexByte(codeID, '.')
+	if i < 0 || state == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(codeID[i+1:]), []byte(EntryStateBinding(state))) == 1
 }

@@ -2,7 +2,6 @@ package authapi
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -112,7 +111,7 @@ func (s *Server) handleRedeem(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: %w", ErrBadEntryCode, err)
 	case c.ID == "" || c.Origin != req.Origin:
 		err = fmt.Errorf("%w: minted for another origin", ErrBadEntryCode)
-	case !stateMatches(c.ID, state):
+	case !account.EntryStateMatches(c.ID, state):
 		err = fmt.Errorf("%w: presented without the entry state of the browser it was minted for", ErrBadEntryCode)
 	}
 	if err == nil {
@@ -162,14 +161,4 @@ func cutStateBinding(query string) (rest, binding string) {
 func base64URL(s string) bool {
 	_, err := base64.RawURLEncoding.DecodeString(s)
 	return err == nil
-}
-
-// stateMatches reports whether state is the entry state whose binding the
-// code id (<random>.<binding>) carries, in constant time.
-func stateMatches(id, state string) bool {
-	_, binding, ok := strings.Cut(id, ".")
-	if !ok || state == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(binding), []byte(account.EntryStateBinding(state))) == 1
 }

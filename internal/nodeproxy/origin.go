@@ -2,7 +2,6 @@ package nodeproxy
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -161,8 +160,7 @@ func (p *Proxy) checkEntryCode(code, state string, r route) error {
 	case c.Origin != r.origin:
 		return errOtherOrigin
 	}
-	i := strings.LastIndexByte(c.ID, '.')
-	if i < 0 || subtle.ConstantTimeCompare([]byte(c.ID[i+1:]), []byte(account.EntryStateBinding(state))) != 1 {
+	if !account.EntryStateMatches(c.ID, state) {
 		return errOtherBrowser
 	}
 	return nil
