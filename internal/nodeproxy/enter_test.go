@@ -146,7 +146,7 @@ func TestEnterChecksCodesOffline(t *testing.T) {
 func TestEnterThrottlesRefusalsPerClient(t *testing.T) {
 	e := newEntryEnv(t, func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
 	const guesser, other = "203.0.113.1", "203.0.113.2"
-	for i := range entryFailBurst {
+	for i := range refusalBurst {
 		if resp := e.enter("alice", "not.a.jwt", aliceState, guesser); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("refusal %d: %d, want 401", i, resp.StatusCode)
 		}
@@ -154,7 +154,7 @@ func TestEnterThrottlesRefusalsPerClient(t *testing.T) {
 	good := func() string { return e.code(e.entrySigner, "alice", userOrigin("alice"), aliceState) }
 	resp := e.enter("alice", good(), aliceState, guesser)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("after %d refusals: %d (Retry-After %q), want 429 with Retry-After", entryFailBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
+		t.Errorf("after %d refusals: %d (Retry-After %q), want 429 with Retry-After", refusalBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if n := e.auth.redeems.Load(); n != 0 {
 		t.Errorf("%d redemption calls from a blocked client", n)
@@ -162,8 +162,8 @@ func TestEnterThrottlesRefusalsPerClient(t *testing.T) {
 	if resp := e.enter("alice", good(), aliceState, other); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("another client: %d, want 303", resp.StatusCode)
 	}
-	e.clock.Advance(entryFailEvery)
+	e.clock.Advance(refusalEvery)
 	if resp := e.enter("alice", good(), aliceState, guesser); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("after %v: %d, want 303", entryFailEvery, resp.StatusCode)
+		t.Errorf("after %v: %d, want 303", refusalEvery, resp.StatusCode)
 	}
 }

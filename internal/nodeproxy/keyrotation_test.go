@@ -159,22 +159,22 @@ func TestUnknownKeyRenewalsThrottledPerClient(t *testing.T) {
 		return resp
 	}
 	const attacker, other = "203.0.113.1", "203.0.113.2"
-	for i := range entryFailBurst {
+	for i := range refusalBurst {
 		if resp := forged(attacker); resp.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("forged token %d: %d, want 401", i, resp.StatusCode)
 		}
 	}
 	if resp := forged(attacker); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("after %d refused renewals: %d (Retry-After %q), want 429 with Retry-After", entryFailBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
+		t.Errorf("after %d refused renewals: %d (Retry-After %q), want 429 with Retry-After", refusalBurst, resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if n := h.auth.renewals.Load(); n != entryFailBurst {
-		t.Errorf("%d renewal calls, want %d: a blocked client must cost none", n, entryFailBurst)
+	if n := h.auth.renewals.Load(); n != refusalBurst {
+		t.Errorf("%d renewal calls, want %d: a blocked client must cost none", n, refusalBurst)
 	}
-	if resp := forged(other); resp.StatusCode != http.StatusUnauthorized || h.auth.renewals.Load() != entryFailBurst+1 {
+	if resp := forged(other); resp.StatusCode != http.StatusUnauthorized || h.auth.renewals.Load() != refusalBurst+1 {
 		t.Errorf("another client: %d after %d renewal calls, want 401 after its own call", resp.StatusCode, h.auth.renewals.Load())
 	}
-	h.clock.Advance(entryFailEvery)
+	h.clock.Advance(refusalEvery)
 	if resp := forged(attacker); resp.StatusCode != http.StatusUnauthorized {
-		t.Errorf("after %v: %d, want 401 (sent on again)", entryFailEvery, resp.StatusCode)
+		t.Errorf("after %v: %d, want 401 (sent on again)", refusalEvery, resp.StatusCode)
 	}
 }

@@ -131,8 +131,8 @@ func New(o Options) (*Proxy, error) {
 	}
 	p.renewer = newRenewer(o, m, authClient)
 	p.waker = newWaker(o, authClient)
-	p.entries = newFailLimiter(entryFailBurst, entryFailEvery, o.Now)
-	p.unknown = newFailLimiter(entryFailBurst, entryFailEvery, o.Now)
+	p.entries = newFailLimiter(refusalBurst, refusalEvery, o.Now)
+	p.unknown = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	return p, nil
 }
 

@@ -8,13 +8,14 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// Refused entries a client (clientaddr.Key) may make: a burst of
-// entryFailBurst, then one more every entryFailEvery. A browser retries an
-// entry a few times at most; guessing or replaying codes takes many.
+// Refusals a client (clientaddr.Key) may cause where each one costs an
+// auth API call (entry codes, sessions of unknown keys): a burst of
+// refusalBurst, then one more every refusalEvery. A browser retries a few
+// times at most; guessing or replaying takes many.
 const (
-	entryFailBurst   = 10
-	entryFailEvery   = 6 * time.Second
-	entryFailClients = 16384 // clients remembered; the oldest are forgotten
+	refusalBurst   = 10
+	refusalEvery   = 6 * time.Second
+	refusalClients = 16384 // clients remembered; the oldest are forgotten
 )
 
 // failLimiter counts refusals per client as a leaky bucket: each one
@@ -35,7 +36,7 @@ type failLevel struct {
 }
 
 func newFailLimiter(burst int, every time.Duration, now func() time.Time) *failLimiter {
-	return &failLimiter{burst: float64(burst), every: every, now: now, clients: must(lru.New[netip.Prefix, failLevel](entryFailClients))}
+	return &failLimiter{burst: float64(burst), every: every, now: now, clients: must(lru.New[netip.Prefix, failLevel](refusalClients))}
 }
 
 // allowed reports whether client may try again.
