@@ -3,7 +3,9 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-KUBE_VERSION := v1.37.2
+# KUBE_VERSION and AGENT_SANDBOX_VERSION: the pins every doc and test follows
+include versions.env
+KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 CACHE        ?= $(or $(SANDGATE_CACHE),$(HOME)/.cache/sandgate)
 BIN_DIR      := $(CACHE)/bin/$(KUBE_VERSION)
 export SANDGATE_CACHE := $(CACHE)
@@ -19,11 +21,11 @@ FUZZTIME     ?= 10000x
 KUBE_LDFLAGS := -s -w \
   -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
   -X k8s.io/component-base/version.gitMajor=1 \
-  -X k8s.io/component-base/version.gitMinor=37 \
+  -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR) \
   -X k8s.io/component-base/version.gitTreeState=clean \
   -X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION) \
   -X k8s.io/client-go/pkg/version.gitMajor=1 \
-  -X k8s.io/client-go/pkg/version.gitMinor=37
+  -X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR)
 
 # Stamps named by the tools modules' go.sum contents, so a fresh clone (new
 # file times) reuses the cache and a version bump rebuilds.
@@ -166,6 +168,42 @@ $(PROMTOOL_STAMP):
 	cd tools/promtool && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
 	@touch $@
 
+# Helm v4 for the chart tests (charts/sandgate: helm lint, helm template
+# compared with kustomize, server-side dry-run), built from its module.
+HELM_VERSION := $(call modver,tools/helm/go.mod,helm.sh/helm/v4)
+HELM_STAMP   := $(BIN_DIR)/.helm-$(call sumof,tools/helm/go.sum)
+export HELM  := $(BIN_DIR)/helm
+
+.PHONY: helm
+helm: $(HELM_STAMP) ## build Helm (lints and renders charts/sandgate) into the cache
+
+$(HELM_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building helm $(HELM_VERSION) into $(BIN_DIR)"
+	cd tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
+	  -o $(BIN_DIR)/helm helm.sh/helm/v4/cmd/helm
+	@touch $@
+
+.PHONY: chart
+chart: controlplane ## regenerate charts/sandgate/files from manifests/ (after changing manifests/)
+	$(GO) test -count=1 -run '^TestChartFilesMatchManifests$$' ./charts/sandgate -update
+
+# oauth2-proxy and the OIDC provider stand-in (mockoidc) for the SSO
+# variant's end-to-end test (internal/ssojourney).
+OAUTH2PROXY_VERSION := $(call modver,tools/oauth2proxy/go.mod,github.com/oauth2-proxy/oauth2-proxy/v7)
+OAUTH2PROXY_STAMP   := $(BIN_DIR)/.oauth2proxy-$(call sumof,tools/oauth2proxy/go.sum tools/oauth2proxy/mockoidc-standin/main.go)
+
+.PHONY: oauth2-proxy
+oauth2-proxy: $(OAUTH2PROXY_STAMP) ## build oauth2-proxy and the OIDC provider stand-in (SSO journey) into the cache
+
+$(OAUTH2PROXY_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building oauth2-proxy $(OAUTH2PROXY_VERSION) and mockoidc-standin into $(BIN_DIR)"
+	cd tools/oauth2proxy && CGO_ENABLED=0 $(GO) build -trimpath \
+	  -ldflags "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$(OAUTH2PROXY_VERSION)" \
+	  -o $(BIN_DIR)/ github.com/oauth2-proxy/oauth2-proxy/v7 ./mockoidc-standin
+	@touch $@
+
 $(KUBEROUTER_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-router $(KUBEROUTER_VERSION) (the NetworkPolicy enforcer where nftables cannot queue) into $(BIN_DIR)"
@@ -211,8 +249,19 @@ chromium: ## install Debian's chromium for the browser tests when it is missing 
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
 	fi
 
+AXE_VERSION := 4.10.3
+AXE_STAMP   := $(CACHE)/npm/node_modules/axe-core/axe.min.js
+
+.PHONY: axe
+axe: $(AXE_STAMP) ## install the pinned axe-core from the npm registry for the browser tests' accessibility checks
+
+$(AXE_STAMP):
+	@echo ">> npm install axe-core@$(AXE_VERSION) into $(CACHE)/npm"
+	@mkdir -p $(CACHE)/npm
+	npm install --prefix $(CACHE)/npm --no-save --no-audit --no-fund --ignore-scripts axe-core@$(AXE_VERSION)
+
 .PHONY: test
-test: controlplane promtool chromium cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
+test: controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
 	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
@@ -240,6 +289,7 @@ bench-smoke: ## every bench way for about a second, results checked for shape, n
 	@echo ">> bench smoke: every way of the bench once, checked for shape"
 	$(GO) build -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -smoke
+	$(GO) run ./bench/egress -smoke
 
 .PHONY: clean
 clean: ## remove build outputs (the control-plane cache stays)

@@ -41,17 +41,21 @@ func TestCrossNodeHopPortReachable(t *testing.T) {
 }
 
 // kustomizationDirs lists every kustomization, as `kubectl apply -k` takes
-// them.
+// them: the base, its parts, the whole-platform variants and the examples.
+// Components are left out: they render only with a base
+// (combinationDirs).
 func kustomizationDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	for _, pattern := range []string{"kustomization.yaml", "*/kustomization.yaml", "*/*/kustomization.yaml"} {
+	for _, pattern := range []string{"kustomization.yaml", "*/kustomization.yaml", "*/*/kustomization.yaml", "../examples/*/kustomization.yaml"} {
 		found, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range found {
-			dirs = append(dirs, filepath.Dir(k))
+			if !isComponent(t, k) {
+				dirs = append(dirs, filepath.Dir(k))
+			}
 		}
 	}
 	return dirs

@@ -14,7 +14,7 @@ import (
 )
 
 // TestPodSecurityAdmitsEveryWorkloadInItsNamespace applies each variant's
-// namespaces to the real API server and creates (dry run) a pod of every
+// namespaces and pod classes to the real API server and creates (dry run) a pod of every
 // workload it ships, the sandbox template's included, where it runs: the
 // API server's PodSecurity admission must admit each one. The sandbox
 // namespace enforces restricted, so the node proxy's pod (hostPath,
@@ -37,10 +37,13 @@ func TestPodSecurityAdmitsEveryWorkloadInItsNamespace(t *testing.T) {
 			continue
 		}
 		t.Run(dir, func(t *testing.T) {
+			// Namespaces, and the classes pods name (admission refuses a
+			// pod whose PriorityClass or RuntimeClass does not exist).
 			for _, obj := range objs {
-				if obj.GetKind() == "Namespace" {
+				switch obj.GetKind() {
+				case "Namespace", "PriorityClass", "RuntimeClass":
 					if err := a.apply(t, obj, false); err != nil {
-						t.Fatalf("apply namespace %s: %v", obj.GetName(), err)
+						t.Fatalf("apply %s %s: %v", obj.GetKind(), obj.GetName(), err)
 					}
 				}
 			}

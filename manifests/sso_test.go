@@ -1,6 +1,7 @@
 package manifests_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +50,8 @@ func TestAdmitsAnyAccount(t *testing.T) {
 }
 
 // TestSSOVariantAdmitsOnlyItsOrganisation: the shipped SSO variant does
-// not let every GitHub account in (--email-domain=* alone did), and the
+// not let every account of its provider in (--email-domain=* alone did:
+// it needs its group), and the
 // header the auth API takes the user from is the one oauth2-proxy sets on
 // every request it forwards.
 func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
@@ -68,6 +70,14 @@ func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
 	if admitsAnyAccount(args) {
 		t.Errorf("oauth2-proxy admits every account of its provider: %q", args)
 	}
+	if !slices.Contains(args, "--provider=oidc") || slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--user-id-claim") || strings.HasPrefix(a, "--oidc-email-claim") || a == "--prefer-email-to-user=true" || a == "--prefer-email-to-user"
+	}) {
+		t.Errorf("X-Forwarded-User is not the OIDC subject (--provider=oidc, no claim or e-mail overrides): %q", args)
+	}
+	if want := toolsVersion(t, "../tools/oauth2proxy/go.mod", "github.com/oauth2-proxy/oauth2-proxy/v7"); !strings.HasSuffix(c.Image, ":"+want) {
+		t.Errorf("oauth2-proxy image %s, want %s, the version tools/oauth2proxy builds and internal/ssojourney runs", c.Image, want)
+	}
 	if !slices.Contains(args, "--pass-user-headers=true") {
 		t.Errorf("oauth2-proxy does not set X-Forwarded-User on the requests it forwards: %q", args)
 	}
@@ -80,4 +90,20 @@ func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
 			t.Errorf("the node proxies know the SSO header as %q, want the auth API's X-Forwarded-User", got)
 		}
 	}
+}
+
+// toolsVersion is module's version in a tools module's go.mod.
+func toolsVersion(t *testing.T, gomod, module string) string {
+	t.Helper()
+	data, err := os.ReadFile(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require ")); len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	t.Fatalf("%s does not require %s", gomod, module)
+	return ""
 }

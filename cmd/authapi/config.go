@@ -43,6 +43,7 @@ type config struct {
 	InternalReviewLimit               int
 	InternalReviewBudget              int
 	ShutdownTimeout                   time.Duration
+	DrainDelay                        time.Duration
 	LogLevel                          string
 	IdleTimeout, ReportInterval       time.Duration
 	IdleCountsOpenConnections         bool
@@ -70,7 +71,7 @@ func defaults() config {
 		AllowedServiceAccounts: "system:serviceaccount:sandgate-node:nodeproxy",
 		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL,
 		SignupBudget:           authapi.DefaultSignupBudget, InternalReviewLimit: authapi.DefaultInternalReviewLimit, InternalReviewBudget: authapi.DefaultInternalReviewBudget,
-		ShutdownTimeout: 20 * time.Second, LogLevel: "info",
+		ShutdownTimeout: 20 * time.Second, DrainDelay: 10 * time.Second, LogLevel: "info",
 		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
 		EntryCodeTTL:  authapi.DefaultEntryCodeTTL,
 		LeaseDuration: sweeper.DefaultLeaseDuration, RenewDeadline: sweeper.DefaultRenewDeadline, RetryPeriod: sweeper.DefaultRetryPeriod,
@@ -115,6 +116,7 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("internal-review-limit", "INTERNAL_REVIEW_LIMIT", "TokenReviews of unknown internal tokens one client may cause per minute", settings.Int(&c.InternalReviewLimit)),
 		settings.Var("internal-review-budget", "INTERNAL_REVIEW_BUDGET", "TokenReviews of unknown internal tokens all clients together may cause per minute", settings.Int(&c.InternalReviewBudget)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown waits for requests in flight", settings.Duration(&c.ShutdownTimeout)),
+		settings.Var("drain-delay", "DRAIN_DELAY", "how long \"authapi drain\" (the preStop hook) holds SIGTERM back after /readyz starts failing, for endpoints to stop sending requests", settings.Duration(&c.DrainDelay)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
 		settings.Var("idle-timeout", "IDLE_TIMEOUT", "suspend a managed sandbox after this long without activity or open work", settings.Duration(&c.IdleTimeout)),
 		settings.Var("report-interval", "REPORT_INTERVAL", "node proxies' activity report interval (a node silent for 3 counts as idle)", settings.Duration(&c.ReportInterval)),

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/buildinfo"
+	"github.com/sandgate/sandgate/internal/drain"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/sweeper"
@@ -42,9 +43,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) >= 2 && args[0] == "jwt" && args[1] == "inspect" {
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "drain" {
+		return runDrain(ctx, args[1:], getenv, stdout, stderr)
+	}
 	c, err := load(args, getenv, stdout)
 	stderr = &lineWriter{w: stderr}
 	return settings.Serve("authapi", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error {
+		defer oneLogFormat(log)()
 		return serve(ctx, c, log, auditLogger(stderr))
 	})
 }
@@ -143,7 +148,7 @@ func serve(ctx context.Context, c config, log, audit *slog.Logger) error {
 	}
 
 	public := srv.Handler()
-	handlers := map[string]http.Handler{c.OpsAddr: authapi.OpsHandler(srv.Ready, reg)}
+	handlers := map[string]http.Handler{c.OpsAddr: drain.New(c.DrainDelay, log).Wrap(authapi.OpsHandler(srv.Ready, reg))}
 	if c.InternalAddr != "" {
 		public = srv.Public()
 		handlers[c.InternalAddr] = srv.Internal()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/egress"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
@@ -66,8 +67,10 @@ type config struct {
 	WakeTimeout               time.Duration
 	ReportInterval            time.Duration
 	ShutdownTimeout           time.Duration
+	DrainDelay                time.Duration
 	SyncTimeout               time.Duration
 	LogLevel                  string
+	Egress                    egressConfig // the egress listener's block, at the end of this file
 
 	problems []error // values the environment or flags could not parse
 }
@@ -76,7 +79,7 @@ type config struct {
 // auth API's for what the two must agree on.
 func defaults() config {
 	return config{
-		ListenAddr: ":8080", OpsAddr: ":9091", TLSListenAddr: ":8443",
+		ListenAddr: ":8080", OpsAddr: ":9090", TLSListenAddr: ":8443",
 		Namespace: "dsh-demo", ClaimPrefix: informer.DefaultClaimPrefix, AppPort: informer.DefaultPort,
 		AuthAPIURL: "http://authapi.sandgate.svc:8080",
 		Issuer:     "sandgate-authapi", Audience: "sandgate", JWKSRefresh: 5 * time.Minute,
@@ -91,13 +94,14 @@ func defaults() config {
 		WriteTimeout: nodeproxy.DefaultWriteTimeout, IdleTimeout: nodeproxy.DefaultIdleTimeout,
 		UpstreamIdleTimeout: nodeproxy.DefaultUpstreamIdle, RetryAfter: nodeproxy.DefaultRetryAfter,
 		WakeTimeout: nodeproxy.DefaultWakeTimeout, ReportInterval: activity.DefaultReportInterval,
-		ShutdownTimeout: nodeproxy.DefaultDrainTimeout, SyncTimeout: 2 * time.Minute,
+		ShutdownTimeout: nodeproxy.DefaultDrainTimeout, DrainDelay: 15 * time.Second, SyncTimeout: 2 * time.Minute,
 		LogLevel: "info",
+		Egress:   egressDefaults(),
 	}
 }
 
 func (c *config) settings() []settings.Setting {
-	return []settings.Setting{
+	return append([]settings.Setting{
 		settings.Var("listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", settings.String(&c.ListenAddr)),
 		settings.Var("tls-listen-addr", "TLS_LISTEN_ADDR", "HTTPS listener for browsers, serving the same as LISTEN_ADDR; only with TLS_CERT_FILE", settings.String(&c.TLSListenAddr)),
 		settings.Var("tls-cert-file", "TLS_CERT_FILE", "PEM certificate chain for TLS_LISTEN_ADDR (with TLS_KEY_FILE); reloaded when the file changes; empty serves no HTTPS", settings.String(&c.TLSCertFile)),
@@ -151,9 +155,10 @@ func (c *config) settings() []settings.Setting {
 		settings.Var("wake-timeout", "WAKE_TIMEOUT", "how long a request to a suspended sandbox is held while it wakes", settings.Duration(&c.WakeTimeout)),
 		settings.Var("report-interval", "REPORT_INTERVAL", "how often activity is reported to the auth API (keep equal to the auth API's)", settings.Duration(&c.ReportInterval)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", settings.Duration(&c.ShutdownTimeout)),
+		settings.Var("drain-delay", "DRAIN_DELAY", "how long \"nodeproxy drain\" (the preStop hook) holds SIGTERM back after /readyz starts failing, for endpoints to stop sending requests", settings.Duration(&c.DrainDelay)),
 		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", settings.Duration(&c.SyncTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
-	}
+	}, c.Egress.settings()...)
 }
 
 // load starts from defaults, lets the environment set them and the flags
@@ -253,6 +258,7 @@ func (c config) validate() error {
 	if _, err := settings.Level(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.Egress.validate(c.ListenAddr, c.OpsAddr, c.TLSListenAddr)...)
 	return errors.Join(errs...)
 }
 
@@ -321,4 +327,70 @@ func (c config) peerPort() int {
 
 func (c config) trustedProxies() ([]netip.Prefix, error) {
 	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
+}
+
+// Egress: the node-local egress path for model-provider calls
+// (internal/egress, docs/egress.md). It runs only when EGRESS_PROVIDERS is
+// set.
+
+// egressConfig is the egress listener's settings.
+type egressConfig struct {
+	Addr              string
+	Providers         string
+	KeysDir           string
+	LimitsFile        string
+	RequestsPerMinute int
+	TokensPerDay      int
+	MaxBodyKB         int
+}
+
+func egressDefaults() egressConfig {
+	return egressConfig{
+		Addr: ":8090", KeysDir: "/etc/sandgate/provider-keys",
+		RequestsPerMinute: 60, TokensPerDay: 2_000_000, MaxBodyKB: egress.DefaultMaxBodyBytes >> 10,
+	}
+}
+
+func (e *egressConfig) settings() []settings.Setting {
+	return []settings.Setting{
+		settings.Var("egress-providers", "EGRESS_PROVIDERS", "model providers the sandboxes on this node may call through EGRESS_ADDR, as a JSON list of {name, base_url, header, prefix, key, paths, headers}; empty serves no egress", settings.String(&e.Providers)),
+		settings.Var("egress-addr", "EGRESS_ADDR", "listener for the sandboxes' provider calls (http://<node IP>:<port>/<provider>/...)", settings.String(&e.Addr)),
+		settings.Var("egress-keys-dir", "EGRESS_KEYS_DIR", "the mounted provider-keys Secret: file <key> is a provider's shared key, <key>.<user> a user's own; read again when changed", settings.String(&e.KeysDir)),
+		settings.Var("egress-limits-file", "EGRESS_LIMITS_FILE", "optional JSON file of per-user budgets ({\"default\":{...},\"users\":{\"<user>\":{\"requests_per_minute\":N,\"tokens_per_day\":N}}}); read again when changed", settings.String(&e.LimitsFile)),
+		settings.Var("egress-requests-per-minute", "EGRESS_REQUESTS_PER_MINUTE", "each user's provider calls per minute unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.RequestsPerMinute)),
+		settings.Var("egress-tokens-per-day", "EGRESS_TOKENS_PER_DAY", "each user's provider tokens per UTC day unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.TokensPerDay)),
+		settings.Var("egress-max-body-kb", "EGRESS_MAX_BODY_KB", "largest provider call body (413 past it)", settings.Int(&e.MaxBodyKB)),
+	}
+}
+
+func (e egressConfig) enabled() bool { return e.Providers != "" }
+
+// validate checks the egress block when it is enabled; the other
+// listeners' addresses must differ from EGRESS_ADDR.
+func (e egressConfig) validate(others ...string) []error {
+	if !e.enabled() {
+		return nil
+	}
+	var errs []error
+	if _, err := egress.ParseProviders([]byte(e.Providers)); err != nil {
+		errs = append(errs, fmt.Errorf("EGRESS_PROVIDERS: %w", err))
+	}
+	if _, _, err := net.SplitHostPort(e.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("EGRESS_ADDR %q is not host:port", e.Addr))
+	}
+	for _, o := range others {
+		if o == e.Addr {
+			errs = append(errs, fmt.Errorf("EGRESS_ADDR %q must differ from the other listeners", e.Addr))
+		}
+	}
+	if e.KeysDir == "" {
+		errs = append(errs, errors.New("EGRESS_KEYS_DIR must not be empty"))
+	}
+	if e.RequestsPerMinute < 0 || e.TokensPerDay < 0 {
+		errs = append(errs, errors.New("EGRESS_REQUESTS_PER_MINUTE and EGRESS_TOKENS_PER_DAY must not be negative"))
+	}
+	if e.MaxBodyKB < 1 {
+		errs = append(errs, fmt.Errorf("EGRESS_MAX_BODY_KB %d must be at least 1", e.MaxBodyKB))
+	}
+	return errs
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/buildinfo"
+	"github.com/sandgate/sandgate/internal/drain"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -41,8 +42,14 @@ func main() {
 // run is main without the process: 0 on success, 1 on failure, 2 on a
 // usage error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "drain" {
+		return runDrain(ctx, args[1:], getenv, stdout, stderr)
+	}
 	c, err := load(args, getenv, stdout)
-	return settings.Serve("nodeproxy", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error { return serve(ctx, c, log) })
+	return settings.Serve("nodeproxy", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error {
+		defer oneLogFormat(log)()
+		return serve(ctx, c, log)
+	})
 }
 
 // serve wires the node proxy and runs it until ctx ends: listeners are
@@ -124,10 +131,17 @@ func serve(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ops := &http.Server{Handler: proxy.OpsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	eg, err := newEgress(c.Egress, idx, log, reg)
+	if err != nil {
+		return err
+	}
+	ops := &http.Server{Handler: drain.New(c.DrainDelay, log).Wrap(proxy.OpsHandler()), ReadHeaderTimeout: 5 * time.Second}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return idx.Run(ctx) })
+	if eg != nil {
+		g.Go(func() error { return eg.serve(ctx, log) })
+	}
 	g.Go(func() error { return fetcher.Start(ctx) })
 	g.Go(func() error { return reporter.Run(ctx) })
 	g.Go(func() error {

@@ -16,6 +16,8 @@ var auditActions = map[string]string{
 	"recreate": "recreate",
 	"delete":   "delete",
 	"wake":     "wake",
+
+	"logout_everywhere": "logout_everywhere",
 }
 
 // How the actor of an audited request proved who it is.

@@ -82,6 +82,9 @@ func TestEveryAccountActionIsAuditedOnce(t *testing.T) {
 			mustJSON(t, body, &rotated)
 			return keep(resp, body)
 		}, map[string]any{"action": "token_rotate", "user": "alice", "auth": "token", "outcome": "ok", "status": 200.0}},
+		{"logout everywhere", func() *http.Response {
+			return keep(in.do(t, req{method: "POST", path: "/users/alice/logout", header: bearer(rotated.Token)}))
+		}, map[string]any{"action": "logout_everywhere", "user": "alice", "auth": "token", "outcome": "ok", "status": 204.0}},
 		{"wake", func() *http.Response {
 			return keep(in.do(t, req{method: "POST", path: wakePath, json: `{"user":"alice"}`, header: bearer(proxyTok)}))
 		}, map[string]any{"action": "wake", "user": "alice", "auth": "service_account", "outcome": "ok", "status": 200.0,

@@ -2,14 +2,14 @@ package authapi
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
-	"strings"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/webpage"
 )
 
 //go:embed templates/*.html
@@ -27,46 +27,40 @@ type pageData struct {
 	InviteRequired bool
 	SSOUser        string
 	Refresh        bool
+	// Facts describe the signed-in user's agent on the landing page.
+	Facts [][2]string
+	// Heading and Links are an error page's title and next steps.
+	Heading string
+	Links   []webpage.Link
 }
 
-// pages holds the parsed templates and the Content-Security-Policy that
-// admits exactly their inline style and nothing else: no scripts, no
-// external assets, forms only to this origin (and, in subdomain routing,
-// the user origins their redirects end on), no framing.
+// pages holds the parsed templates and the Content-Security-Policy of
+// webpage.CSP: no scripts, no external assets, forms only to this origin
+// (and, in subdomain routing, the user origins their redirects end on), no
+// framing.
 type pages struct {
 	tmpl *template.Template
 	csp  string
 }
 
 func loadPages(formTargets ...string) (*pages, error) {
-	tmpl, err := template.ParseFS(templateFS, "templates/*.html")
+	tmpl, err := template.New("").Funcs(template.FuncMap{"style": webpage.StyleFunc}).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}
-	src, err := templateFS.ReadFile("templates/page.html")
-	if err != nil {
-		return nil, err
-	}
-	start := bytes.Index(src, []byte("<style>"))
-	end := bytes.Index(src, []byte("</style>"))
-	if start < 0 || end < start {
-		return nil, fmt.Errorf("page template has no <style> element")
-	}
-	sum := sha256.Sum256(src[start+len("<style>") : end])
-	csp := strings.Join([]string{
-		"default-src 'none'",
-		"style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'",
-		strings.Join(append([]string{"form-action 'self'"}, formTargets...), " "),
-		"frame-ancestors 'none'",
-		"base-uri 'none'",
-	}, "; ")
-	return &pages{tmpl: tmpl, csp: csp}, nil
+	return &pages{tmpl: tmpl, csp: webpage.CSP(formTargets...)}, nil
 }
 
 // renderPage writes a page with the security headers every page carries.
 func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, code int, d pageData) {
 	if d.Page == "" {
 		d.Page = "error"
+	}
+	if d.Page == "error" {
+		d.Heading = errorHeading(code)
+		if d.Links == nil {
+			d.Links = s.nextSteps(w, r, code)
+		}
 	}
 	var buf bytes.Buffer
 	if err := s.pages.tmpl.ExecuteTemplate(&buf, "page", d); err != nil {
@@ -75,21 +69,19 @@ func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, code int, d 
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", s.pages.csp)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
-	h.Set("Cache-Control", "no-store")
+	for _, kv := range webpage.Headers(s.pages.csp) {
+		h.Set(kv[0], kv[1])
+	}
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(buf.Bytes())
 	}
 }
 
-// handleLanding shows signup and login, or the signed-in user's sandbox
-// state and the account actions. It never shows a bearer token: in path
-// routing an agent's script shares this origin and could read the page.
+// handleLanding shows signup and login, or the signed-in user's account
+// home: the agent's state and facts about it, and the account actions. It
+// never shows a bearer token: in path routing an agent's script shares
+// this origin and could read the page.
 func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 	d := pageData{Page: "landing", InviteRequired: s.opts.InviteCode != ""}
 	if u, ok := s.proxyUser(r); ok {
@@ -100,6 +92,7 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		d.User = sess.account.User
 		d.State = s.claims.state(r.Context(), sess.claim)
+		d.Facts = s.agentFacts(r.Context(), sess.claim, d.State)
 		d.AgentURL = agentPath(d.User)
 		d.Refresh = d.State == StateWaking || d.State == StateFailed
 	case errors.Is(err, ErrNoSession) && s.hasSessionCookie(r):
@@ -132,4 +125,18 @@ func (s *Server) handleDeleteConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.renderPage(w, r, http.StatusOK, pageData{Page: "delete", User: sess.account.User})
+}
+
+// browserSignupWait bounds how long a browser's signup waits for its
+// sandbox: its token page comes at once, and the agent's own starting page
+// (served by the node proxy) takes over from there.
+const browserSignupWait = time.Second
+
+// signupWait is how long a signup waits for the claim to be Ready: a
+// browser about a second, an API client up to WAKE_TIMEOUT.
+func (s *Server) signupWait(r *http.Request) time.Duration {
+	if browser(r) {
+		return min(browserSignupWait, s.opts.WakeTimeout)
+	}
+	return s.opts.WakeTimeout
 }

@@ -40,3 +40,31 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// handleLogoutEverywhere ends every session of the account in the path
+// (POST /users/{user}/logout, by bearer token or by session cookie with a
+// same-origin Origin, as the landing page's form sends): the claim's
+// session epoch is raised, so every node proxy refuses each of them as
+// soon as its claim informer sees it. The token, the claim and the
+// workspace stay. The caller's own cookie goes too: a browser is sent to
+// the landing page, other clients get 204.
+func (s *Server) handleLogoutEverywhere(w http.ResponseWriter, r *http.Request) {
+	_, a, err := s.pathOwner(w, r, "signing out every session of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.claims.raiseEpoch(r.Context(), a.User, nil); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.opts.Metrics.Revocations.WithLabelValues("everywhere").Inc()
+	s.log.Info("signed out everywhere", "user", a.User)
+	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
+	w.Header().Set("Clear-Site-Data", clearSiteData)
+	if browser(r) {
+		seeOther(w, r, "/")
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

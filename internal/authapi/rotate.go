@@ -32,7 +32,8 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) {
 	}
 	user := a.User
 	token := newBearerToken()
-	fresh, err := s.claims.rotateToken(r.Context(), user, account.HashToken(token))
+	hash := account.HashToken(token)
+	fresh, err := s.claims.raiseEpoch(r.Context(), user, &hash)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -50,31 +51,36 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, signupResponse{User: user, Token: token, State: s.claims.state(r.Context(), s.claims.get(user)), URL: agentPath(user)})
 }
 
-// rotateToken sets a new token hash on user's claim and raises its session
-// epoch (emptying the revoked list the epoch supersedes), conditioned on
-// the resourceVersion it read. It returns the account as written, once this
+// raiseEpoch raises the session epoch on user's claim, which ends every
+// session, and empties the revoked list the epoch supersedes; with hash it
+// also sets a new token hash. The patch is conditioned on the
+// resourceVersion it read. It returns the account as written, once this
 // replica's informer holds it.
-func (s *claimStore) rotateToken(ctx context.Context, user string, hash [32]byte) (account.Account, error) {
+func (s *claimStore) raiseEpoch(ctx context.Context, user string, hash *[32]byte) (account.Account, error) {
 	for range 8 {
 		c, err := s.claims.Get(ctx, s.name(user), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return account.Account{}, fmt.Errorf("rotate token: %w", ErrNoAccount)
+			return account.Account{}, fmt.Errorf("raise session epoch: %w", ErrNoAccount)
 		}
 		if err != nil {
-			return account.Account{}, fmt.Errorf("rotate token: get claim: %w: %w", ErrUnavailable, err)
+			return account.Account{}, fmt.Errorf("raise session epoch: get claim: %w: %w", ErrUnavailable, err)
 		}
 		a, err := account.FromClaim(c)
 		if err != nil {
-			return account.Account{}, fmt.Errorf("rotate token: %w: %w", ErrNoAccount, err)
+			return account.Account{}, fmt.Errorf("raise session epoch: %w: %w", ErrNoAccount, err)
 		}
-		a.TokenHash, a.Epoch, a.Revoked = hash, a.Epoch+1, nil
+		a.Epoch, a.Revoked = a.Epoch+1, nil
+		annotations := map[string]string{
+			account.AnnotationSessionEpoch:    strconv.FormatInt(a.Epoch, 10),
+			account.AnnotationRevokedSessions: account.EncodeRevoked(nil),
+		}
+		if hash != nil {
+			a.TokenHash = *hash
+			annotations[account.AnnotationTokenHash] = hex.EncodeToString(hash[:])
+		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": c.ResourceVersion,
-			"annotations": map[string]string{
-				account.AnnotationTokenHash:       hex.EncodeToString(hash[:]),
-				account.AnnotationSessionEpoch:    strconv.FormatInt(a.Epoch, 10),
-				account.AnnotationRevokedSessions: account.EncodeRevoked(nil),
-			},
+			"annotations":     annotations,
 		}})
 		if err != nil {
 			return account.Account{}, err
@@ -84,14 +90,14 @@ func (s *claimStore) rotateToken(ctx context.Context, user string, hash [32]byte
 		case apierrors.IsConflict(err):
 			continue
 		case apierrors.IsNotFound(err):
-			return account.Account{}, fmt.Errorf("rotate token: %w", ErrNoAccount)
+			return account.Account{}, fmt.Errorf("raise session epoch: %w", ErrNoAccount)
 		case err != nil:
-			return account.Account{}, fmt.Errorf("rotate token: patch claim: %w: %w", ErrUnavailable, err)
+			return account.Account{}, fmt.Errorf("raise session epoch: patch claim: %w: %w", ErrUnavailable, err)
 		}
-		s.waitAnnotation(ctx, updated.Name, account.AnnotationTokenHash, hex.EncodeToString(hash[:]))
+		s.waitAnnotation(ctx, updated.Name, account.AnnotationSessionEpoch, strconv.FormatInt(a.Epoch, 10))
 		return a, nil
 	}
-	return account.Account{}, fmt.Errorf("rotate token: %w: too many conflicts", ErrUnavailable)
+	return account.Account{}, fmt.Errorf("raise session epoch: %w: too many conflicts", ErrUnavailable)
 }
 
 // waitAnnotation waits briefly until the cached claim name has annotation

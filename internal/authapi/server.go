@@ -40,7 +40,7 @@ type Server struct {
 	// onCompare, when set (tests), runs at every token comparison.
 	onCompare func()
 
-	public   *http.ServeMux
+	public   http.Handler
 	internal *http.ServeMux
 	ready    atomic.Bool
 }
@@ -100,11 +100,12 @@ func (s *Server) routes() {
 	pub.Handle("GET /users/{user}/delete", s.route("delete_confirm", s.handleDeleteConfirm))
 	pub.Handle("POST /users/{user}/delete", s.route("delete", s.handleDelete))
 	pub.Handle("POST /users/{user}/token", s.route("rotate", s.handleRotate))
+	pub.Handle("POST /users/{user}/logout", s.route("logout_everywhere", s.handleLogoutEverywhere))
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
 		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))
 	}
-	s.public = pub
+	s.public = s.notFoundPage(pub)
 
 	in := http.NewServeMux()
 	in.Handle("GET /.well-known/jwks.json", s.route("jwks", s.handleJWKS))

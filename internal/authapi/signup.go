@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/sandgate/sandgate/internal/account"
 )
@@ -57,7 +56,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 	s.opts.Metrics.Signups.WithLabelValues("created").Inc()
 	s.log.Info("account created", "user", user, "claim", claim.Name)
 	s.claims.waitSeen(r.Context(), claim.Name, claim.UID)
-	ready := s.claims.waitReady(r.Context(), user, s.opts.WakeTimeout)
+	ready := s.claims.waitReady(r.Context(), user, s.signupWait(r))
 	if _, err := s.startSession(w, a); err != nil {
 		s.fail(w, r, err)
 		return
@@ -136,16 +135,12 @@ func (s *Server) checkInvite(field, header string) error {
 }
 
 // proxyUser returns the user an SSO proxy asserts in AUTH_PROXY_HEADER, when
-// that is configured and the header holds a valid user name.
+// that is configured, mapped by SSOUserName.
 func (s *Server) proxyUser(r *http.Request) (string, bool) {
 	if s.opts.AuthProxyHeader == "" {
 		return "", false
 	}
-	u := strings.ToLower(strings.TrimSpace(r.Header.Get(s.opts.AuthProxyHeader)))
-	if u == "" || account.ValidateUser(u) != nil {
-		return "", false
-	}
-	return u, true
+	return SSOUserName(r.Header.Get(s.opts.AuthProxyHeader))
 }
 
 // newBearerToken returns 32 random bytes, base64url.

@@ -14,7 +14,8 @@ import (
 )
 
 // ReadManifests decodes every object in dir's .yaml files, in file name
-// order, leaving out kustomize's own kustomization.yaml.
+// order, leaving out kustomize's own kustomization.yaml, followed by the
+// ConfigMaps that kustomization generates (generatedConfigMaps).
 func ReadManifests(dir string) ([]*unstructured.Unstructured, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -36,7 +37,11 @@ func ReadManifests(dir string) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, more...)
 	}
-	return objs, nil
+	generated, err := generatedConfigMaps(dir)
+	if err != nil {
+		return nil, err
+	}
+	return append(objs, generated...), nil
 }
 
 // DecodeManifests decodes a stream of YAML or JSON documents, skipping empty ones.

@@ -141,7 +141,7 @@ func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, 
 		}
 		last = err
 	}
-	if errors.Is(last, ErrTooManyRenewals) {
+	if errors.Is(last, ErrTooManyRenewals) || errors.Is(last, ErrAuthAPIUnavailable) {
 		return identity{method: methodCookie}, last
 	}
 	return identity{method: methodCookie}, fmt.Errorf("%w: %w", ErrUnauthenticated, last)
@@ -194,7 +194,9 @@ func (p *Proxy) session(tok string, rules sessionRules, user string, entry infor
 	if expired {
 		return identity{}, err
 	}
-	p.log.Warn("session renewal failed; the current token is still valid", "user", user, "err", err)
+	if !errors.Is(err, ErrAuthAPIUnavailable) { // the outage itself is logged once, where it starts
+		p.log.Warn("session renewal failed; the current token is still valid", "user", user, "err", err)
+	}
 	return id, nil
 }
 
@@ -211,7 +213,9 @@ func (p *Proxy) renewUnknownKey(tok string, rules sessionRules, user string, ent
 	}
 	r, err := p.renewer.renew(tok, rules.cookie)
 	if err != nil {
-		p.unknown.failed(client)
+		if !errors.Is(err, ErrAuthAPIUnavailable) {
+			p.unknown.failed(client)
+		}
 		return identity{}, fmt.Errorf("renew a token of an unknown key: %w", err)
 	}
 	c, err := rules.verifier.Verify(r.token)

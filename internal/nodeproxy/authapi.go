@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 // sees one origin. The request keeps its Host, cookies and credentials;
 // X-Forwarded-For is the peer, after what a trusted proxy forwarded;
 // identity headers pass only from trusted proxies. The response passes
-// through, Set-Cookie included.
+// through, Set-Cookie included. When no replica answers, the client gets
+// 503 with Retry-After (ErrAuthAPIUnavailable), never a sign-in prompt.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 	x.upstream = upstreamAuthAPI
 	b, release, err := p.readAuthAPIBody(ctx, x)
@@ -30,10 +32,20 @@ func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 		x.fwd.set(h)
 	})
 	if err != nil {
-		p.fail(ctx, x, err)
+		p.fail(ctx, x, p.forwardFailed(err))
 		return
 	}
 	p.respond(ctx, x, resp, respPolicy{keepCookies: true})
+}
+
+// forwardFailed is the outcome of a forward to the auth API that got no
+// answer: the client's own failures stay what they are.
+func (p *Proxy) forwardFailed(err error) error {
+	if !errors.Is(err, ErrUpstream) && !errors.Is(err, ErrUpstreamTimeout) {
+		return err
+	}
+	p.m.authAPIUnreachable.WithLabelValues(callForward).Inc()
+	return &authAPIDown{call: callForward, retry: p.opts.RetryAfter, cause: err.Error()}
 }
 
 // readAuthAPIBody reads a body bound for the auth API whole: anyone may

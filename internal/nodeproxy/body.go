@@ -51,6 +51,33 @@ func (b *body) release() {
 	}
 }
 
+// uploads is what a body that cannot be sent twice (one past
+// BufferBodyBytes) needs to reach the app in one go: a connection of its
+// own, never one the pool kept idle, which the app may have closed
+// meanwhile (a restart, its idle timeout); and a cookie the app accepted
+// lately (confirm).
+type uploads struct {
+	client   *fasthttp.Client // p.client's settings; every connection closed after its request
+	accepted *acceptedCookies
+}
+
+func newUploads(p *Proxy) *uploads {
+	c := p.client
+	return &uploads{
+		client: &fasthttp.Client{
+			NoDefaultUserAgentHeader: c.NoDefaultUserAgentHeader,
+			Dial:                     c.Dial,
+			StreamResponseBody:       c.StreamResponseBody,
+			DisablePathNormalizing:   c.DisablePathNormalizing,
+			MaxConnsPerHost:          c.MaxConnsPerHost,
+			ReadBufferSize:           c.ReadBufferSize,
+			WriteBufferSize:          c.WriteBufferSize,
+			TLSConfig:                c.TLSConfig,
+		},
+		accepted: newAcceptedCookies(p.opts.Now),
+	}
+}
+
 // bodyBuf is a pooled buffer for request bodies.
 type bodyBuf struct{ B []byte }
 

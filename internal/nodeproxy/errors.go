@@ -53,6 +53,9 @@ var (
 	ErrClientClosed = errors.New("client closed request")
 	// ErrUpstream means the upstream (pod, peer proxy or auth API) failed.
 	ErrUpstream = errors.New("upstream unavailable")
+	// ErrAuthAPIUnavailable means no auth API replica answered a renewal,
+	// a wake or a forwarded sign-in: not a refusal, so the cookie stays.
+	ErrAuthAPIUnavailable = errors.New("auth API unavailable")
 	// ErrUpstreamTimeout means the upstream stayed silent too long.
 	ErrUpstreamTimeout = errors.New("upstream timed out")
 	// ErrShuttingDown means the proxy is draining.
@@ -88,6 +91,11 @@ func outcome(err error) result {
 		return r(fasthttp.StatusForbidden, "cross-origin request refused")
 	case errors.Is(err, ErrServiceWorker):
 		return r(fasthttp.StatusForbidden, "service worker script refused")
+	case errors.Is(err, ErrAuthAPIUnavailable):
+		res := r(fasthttp.StatusServiceUnavailable, authAPIDownMessage(err))
+		res.retryAfter = true
+		res.wsClose = websocket.CloseTryAgainLater
+		return res
 	case errors.Is(err, ErrUnauthenticated), errors.Is(err, informer.ErrNoAccount), errors.Is(err, informer.ErrInvalidAccount):
 		res := r(fasthttp.StatusUnauthorized, "sign in required")
 		res.wsClose = closeUnauthenticated

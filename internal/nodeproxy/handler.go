@@ -190,6 +190,9 @@ func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		// next request.
 		closeAfterAnswer(ctx)
 	}
+	if p.errorPage(ctx, x, err, res) {
+		return
+	}
 	ctx.SetStatusCode(res.status)
 	ctx.SetBodyString(res.message + "\n")
 	x.status = res.status

@@ -35,6 +35,9 @@ type metrics struct {
 	durationHopIn prometheus.Observer
 	openStreams   prometheus.GaugeFunc
 	jwksRefreshed prometheus.GaugeFunc
+
+	// authAPIUnreachable counts auth API calls no replica answered.
+	authAPIUnreachable *prometheus.CounterVec // call
 }
 
 // gauges are the state the proxy's gauge functions read at each scrape.
@@ -77,6 +80,10 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "renewals_total",
 			Help: "Session renewals asked of the auth API, by result.",
 		}, []string{"result"}),
+		authAPIUnreachable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "authapi_unreachable_total",
+			Help: "Auth API calls no replica answered (each answered 503 unless the session was still valid), by call: renew, redeem, forward.",
+		}, []string{"call"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "upstream_401_retries_total",
 			Help: "Requests retried once after the app answered 401 and the handshake was refreshed.",
@@ -117,7 +124,7 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.retries, m.wakes, m.wakeLatency,
+	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.authAPIUnreachable, m.retries, m.wakes, m.wakeLatency,
 		m.durations, m.openStreams, m.jwksRefreshed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register nodeproxy metrics: %w", err)

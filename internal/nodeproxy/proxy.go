@@ -15,7 +15,8 @@ import (
 // proxyPod is the proxy stage for a pod on this node: read the body, send
 // the request with the app's cookie, retry once with a refreshed handshake
 // if the app answers 401 and the body can be sent again, then stream the
-// response back.
+// response back. A body that cannot be sent again goes out only with a
+// cookie the app accepted lately, or after a refresh (docs/handshake.md).
 func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 	b, err := p.readBody(ctx, x)
 	if err != nil {
@@ -23,6 +24,12 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		return
 	}
 	defer b.release()
+	if !b.complete() {
+		if up, err = p.confirm(ctx, up); err != nil {
+			p.fail(ctx, x, err)
+			return
+		}
+	}
 	uri := "http://" + up.target.Addr + x.route.target
 	headers := func(h *fasthttp.RequestHeader, up upstream) {
 		p.policy.copyToApp(h, &ctx.Request.Header)
@@ -50,12 +57,15 @@ func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		p.fail(ctx, x, err)
 		return
 	}
+	if resp.StatusCode() != fasthttp.StatusUnauthorized {
+		p.uploads.accepted.accepted(up.cookie)
+	}
 	p.respond(ctx, x, resp, appPolicy(x, x.route.prefix()))
 }
 
 // roundTrip sends one request upstream and returns the response with its
 // body still streaming. The browser's Host is kept unless headers sets
-// another.
+// another. A body that cannot be sent again goes on a new connection.
 func (p *Proxy) roundTrip(ctx *fasthttp.RequestCtx, uri string, b *body, headers func(*fasthttp.RequestHeader)) (*fasthttp.Response, error) {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
@@ -65,9 +75,14 @@ func (p *Proxy) roundTrip(ctx *fasthttp.RequestCtx, uri string, b *body, headers
 	req.Header.SetHostBytes(ctx.Host())
 	headers(&req.Header)
 	b.attach(req)
+	client := p.client
+	if !b.complete() {
+		client = p.uploads.client
+		req.SetConnectionClose()
+	}
 	resp := fasthttp.AcquireResponse()
 	start := time.Now()
-	err := p.client.Do(req, resp)
+	err := client.Do(req, resp)
 	p.m.observe(stageUpstream, start)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)

@@ -19,9 +19,10 @@ import (
 
 // Renewal results, the values of the renewals metric's label.
 const (
-	renewOK    = "ok"
-	renewEnded = "ended"
-	renewError = "error"
+	renewOK          = "ok"
+	renewEnded       = "ended"
+	renewError       = "error"
+	renewUnreachable = "unreachable"
 )
 
 // renewedCacheTTL keeps a renewal's result for the requests that were
@@ -63,6 +64,7 @@ type renewer struct {
 	group          singleflight.Group
 	recent         *lru.Cache[string, renewal]
 	now            func() time.Time
+	reach          *reachability
 }
 
 func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
@@ -81,17 +83,19 @@ func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
 		m:      m,
 		recent: must(lru.New[string, renewal](4096)),
 		now:    time.Now,
+		reach:  newReachability(o, m),
 	}
 }
 
 // renew returns a fresh token for the session token old, carried by the
-// cookie called cookieName. Errors never contain either token.
+// cookie called cookieName. Errors never contain either token; while the
+// auth API is unreachable they wrap ErrAuthAPIUnavailable.
 func (r *renewer) renew(old, cookieName string) (renewal, error) {
 	if res, ok := r.recent.Get(old); ok && r.now().Before(res.until) {
 		return res, nil
 	}
 	v, err, _ := r.group.Do(old, func() (any, error) {
-		res, err := r.call(r.url, map[string]string{"token": old}, cookieName)
+		res, err := r.reachable(callRenew, r.url, map[string]string{"token": old}, cookieName)
 		switch {
 		case err == nil:
 			r.m.renewals.WithLabelValues(renewOK).Inc()
@@ -99,6 +103,8 @@ func (r *renewer) renew(old, cookieName string) (renewal, error) {
 			r.recent.Add(old, res)
 		case errors.Is(err, errRenewRefused):
 			r.m.renewals.WithLabelValues(renewEnded).Inc()
+		case errors.Is(err, ErrAuthAPIUnavailable):
+			r.m.renewals.WithLabelValues(renewUnreachable).Inc()
 		default:
 			r.m.renewals.WithLabelValues(renewError).Inc()
 		}
@@ -114,8 +120,30 @@ func (r *renewer) renew(old, cookieName string) (renewal, error) {
 // carried by the cookie called cookieName. The auth API accepts each code
 // once.
 func (r *renewer) redeem(code, origin, cookieName string) (renewal, error) {
-	return r.call(r.redeemURL, map[string]string{"code": code, "origin": origin}, cookieName)
+	return r.reachable(callRedeem, r.redeemURL, map[string]string{"code": code, "origin": origin}, cookieName)
 }
+
+// reachable is call unless the auth API was found unreachable moments
+// ago, and records whether it answered.
+func (r *renewer) reachable(what, url string, in map[string]string, cookieName string) (renewal, error) {
+	if err := r.reach.check(what); err != nil {
+		return renewal{}, err
+	}
+	res, err := r.call(url, in, cookieName)
+	var down *unreachableError
+	switch {
+	case errors.As(err, &down):
+		return renewal{}, r.reach.failed(what, down.cause)
+	case err == nil, errors.Is(err, errRenewRefused), errors.Is(err, ErrUpstream):
+		r.reach.reached() // an answer, welcome or not
+	}
+	return res, err
+}
+
+// unreachableError is a call that no auth API replica answered.
+type unreachableError struct{ cause string }
+
+func (e *unreachableError) Error() string { return "auth API unreachable: " + e.cause }
 
 // renewReply is the auth API's answer to a renewal or a redemption.
 type renewReply struct {
@@ -144,14 +172,16 @@ func (r *renewer) call(url string, in map[string]string, cookieName string) (ren
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return renewal{}, fmt.Errorf("%w: auth API call failed", ErrUpstream)
+		return renewal{}, &unreachableError{cause: "call failed"}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRenewResponse))
 	if err != nil {
-		return renewal{}, fmt.Errorf("%w: read auth API response", ErrUpstream)
+		return renewal{}, &unreachableError{cause: "read response"}
 	}
 	switch {
+	case unreachableStatus(resp.StatusCode):
+		return renewal{}, &unreachableError{cause: fmt.Sprintf("status %d", resp.StatusCode)}
 	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden, resp.StatusCode == http.StatusGone:
 		return renewal{}, fmt.Errorf("%w: status %d", errRenewRefused, resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:

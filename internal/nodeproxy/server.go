@@ -33,6 +33,7 @@ type Proxy struct {
 	waker    *waker
 	entries  *failLimiter     // refused entry codes per client
 	unknown  *failLimiter     // refused sessions of unknown keys per client
+	uploads  *uploads         // what bodies that cannot be sent twice need
 	client   *fasthttp.Client // pods, peers and the auth API
 	authBase string           // scheme://host[:port] of the auth API
 	hopValue string           // X-Sandgate-Hop value: this node's name
@@ -133,6 +134,7 @@ func New(o Options) (*Proxy, error) {
 	p.waker = newWaker(o, authClient)
 	p.entries = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	p.unknown = newFailLimiter(refusalBurst, refusalEvery, o.Now)
+	p.uploads = newUploads(p)
 	return p, nil
 }
 

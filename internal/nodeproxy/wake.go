@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"net/http"
 	"strings"
@@ -37,6 +36,7 @@ type waker struct {
 	client  *http.Client
 	saToken func() (string, error)
 	timeout time.Duration
+	retry   time.Duration // RetryAfter, for an unreachable auth API
 	now     func() time.Time
 	group   singleflight.Group
 
@@ -45,12 +45,14 @@ type waker struct {
 	// pending is len(called), so that requests to Ready sandboxes skip
 	// the lock while no wake is remembered.
 	pending atomic.Int32
+	// pages times the waits the waking page reports.
+	pages wakeClock
 }
 
 func newWaker(o Options, client *http.Client) *waker {
 	return &waker{
 		url: strings.TrimSuffix(o.AuthAPIInternal, "/") + o.WakePath, client: client, saToken: o.ServiceAccountToken,
-		timeout: o.WakeTimeout, now: o.Now, called: map[string]time.Time{},
+		timeout: o.WakeTimeout, retry: o.RetryAfter, now: o.Now, called: map[string]time.Time{},
 	}
 }
 
@@ -126,10 +128,13 @@ func (w *waker) post(ctx context.Context, user string) error {
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: wake call failed", ErrUpstream)
+		return &authAPIDown{call: callWake, retry: w.retry, cause: "call failed"}
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 16<<10))
 	resp.Body.Close()
+	if unreachableStatus(resp.StatusCode) {
+		return &authAPIDown{call: callWake, retry: w.retry, cause: fmt.Sprintf("status %d", resp.StatusCode)}
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%w: wake answered %d", ErrUpstream, resp.StatusCode)
 	}
@@ -147,15 +152,25 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	if e.Route.State != informer.StateSuspended && e.Route.State != informer.StatePending {
 		if e.Route.State == informer.StateReady {
 			p.waker.woke(x.route.user, e.Route.Sandbox)
+			p.waker.pages.done(x.route.user)
 		}
 		return e, nil
 	}
 	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, p.opts.WakeTimeout)
+	hold := p.opts.WakeTimeout
+	if browserPage(ctx, x) {
+		hold = p.pageHold()
+	}
+	wctx, cancel := context.WithTimeout(ctx, hold)
 	defer cancel()
-	if err := p.waker.wake(wctx, x.route.user, e.Route.Sandbox); err != nil {
+	wakeErr := p.waker.wake(wctx, x.route.user, e.Route.Sandbox)
+	if err := unwakeable(e, wakeErr); err != nil {
+		p.m.wakes.WithLabelValues(wakeFailed).Inc()
+		return e, err
+	}
+	if wakeErr != nil {
 		// The informer may still see it wake (another node asked): wait anyway.
-		p.log.Warn("wake call failed", "user", x.route.user, "error", err)
+		p.log.Warn("wake call failed", "user", x.route.user, "error", wakeErr)
 	}
 	ready, err := p.opts.Waiter.WaitReady(wctx, x.route.user)
 	p.m.wakeLatency.Observe(time.Since(start).Seconds())
@@ -163,11 +178,15 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	switch {
 	case err == nil:
 		p.waker.woke(x.route.user, e.Route.Sandbox)
+		p.waker.pages.done(x.route.user)
 		p.m.wakes.WithLabelValues(wakeReady).Inc()
 		return ready, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		p.m.wakes.WithLabelValues(wakeTimeout).Inc()
-		return ready, fmt.Errorf("%w after %v", ErrWakeTimeout, p.opts.WakeTimeout)
+		if errors.Is(wakeErr, ErrAuthAPIUnavailable) {
+			return ready, wakeErr
+		}
+		return ready, fmt.Errorf("%w after %v", ErrWakeTimeout, hold)
 	case ctx.Err() != nil:
 		p.m.wakes.WithLabelValues(wakeFailed).Inc()
 		return ready, fmt.Errorf("%w: while waking", ErrShuttingDown)
@@ -182,31 +201,8 @@ func navigation(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	return !x.ws && ctx.IsGet() && bytes.Contains(ctx.Request.Header.Peek("Accept"), []byte("text/html"))
 }
 
-var wakingPage = template.Must(template.New("waking").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="refresh" content="{{.Refresh}}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Waking your agent</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}</style>
-</head><body>
-<h1>Waking your agent…</h1>
-<p>Your sandbox was asleep and is starting up. This page reloads every {{.Refresh}} seconds and opens your agent once it is ready.</p>
-</body></html>
-`))
-
-// wakingResponse answers a navigation that outwaited WakeTimeout: 503 with
-// Retry-After and a small page that reloads itself.
+// wakingResponse answers a navigation that was held without its sandbox
+// becoming Ready (see pageHold) with the waking page.
 func (p *Proxy) wakingResponse(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	x.err = err
-	var buf bytes.Buffer
-	_ = wakingPage.Execute(&buf, struct{ Refresh int }{wakePageRefresh}) // a constant template and data
-	ctx.Response.Header.Set("Content-Type", "text/html; charset=utf-8")
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
-	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	ctx.Response.Header.Set("Retry-After", fmt.Sprint(wakePageRefresh))
-	ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
-	ctx.SetBody(buf.Bytes())
-	x.status = fasthttp.StatusServiceUnavailable
-	p.finish(x)
+	p.wakingPage(ctx, x, err)
 }

@@ -52,4 +52,11 @@
 // (Observe returns ErrNotLeader) is passed on by the HTTP layer to
 // Leader().Addr, once; a replica that receives a forwarded report and does
 // not lead answers 503, and the node proxy retries.
+//
+// # Inventory
+//
+// Every replica, leading or not, counts its caches at each scrape:
+// sandgate_sweeper_users (managed claims not being deleted) and
+// sandgate_sweeper_sandboxes by state (ready, starting, suspended, failed,
+// deleting, unmanaged). Dashboards take the max over replicas.
 package sweeper

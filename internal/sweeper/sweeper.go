@@ -76,6 +76,11 @@ func newSweeper(o Options, src lister, p patcher) (*Sweeper, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Registerer != nil {
+		if err := o.Registerer.Register(newInventory(src)); err != nil {
+			return nil, fmt.Errorf("register sweeper inventory: %w", err)
+		}
+	}
 	pod, _, _ := ParseIdentity(o.Identity) // validated
 	return &Sweeper{
 		opts: o, log: o.Logger.With("component", "sweeper", "identity", o.Identity), m: m,

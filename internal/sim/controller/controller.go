@@ -129,7 +129,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		synced = append(synced, c.nodes.Core().V1().Nodes().Informer().HasSynced)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return ctx.Err()
+		return nil // stopped before the caches synced: a shutdown, not a failure
 	}
 	for range c.opts.Workers {
 		wg.Go(func() {

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestEgressSettings(t *testing.T) {
+	const providers = `[{"name":"openai","base_url":"https://api.openai.com/v1"}]`
+	tests := []struct {
+		name    string
+		env     map[string]string
+		enabled bool
+		wantErr string
+	}{
+		{"off without providers", map[string]string{}, false, ""},
+		{"on with providers", map[string]string{"EGRESS_PROVIDERS": providers}, true, ""},
+		{"bad providers", map[string]string{"EGRESS_PROVIDERS": `[{"name":"x","base_url":"ftp://x"}]`}, true, "EGRESS_PROVIDERS"},
+		{"same port as the proxy", map[string]string{"EGRESS_PROVIDERS": providers, "EGRESS_ADDR": ":8080"}, true, "EGRESS_ADDR"},
+		{"negative budget", map[string]string{"EGRESS_PROVIDERS": providers, "EGRESS_TOKENS_PER_DAY": "-1"}, true, "EGRESS_TOKENS_PER_DAY"},
+		{"bad providers ignored when off", map[string]string{"EGRESS_ADDR": ":8080"}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["NODE_NAME"] = "n1"
+			c, err := load(nil, env(tt.env), &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Egress.enabled() != tt.enabled {
+				t.Errorf("enabled = %v, want %v", c.Egress.enabled(), tt.enabled)
+			}
+			err = c.validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("validate = %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("validate = %v, want an error about %s", err, tt.wantErr)
+			}
+		})
+	}
+}

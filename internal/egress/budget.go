@@ -1,0 +1,142 @@
+package egress
+
+import (
+	"errors"
+	"io/fs"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+)
+
+// Why a call is over budget.
+const (
+	overRequests = "requests_per_minute"
+	overTokens   = "tokens_per_day"
+)
+
+// budgets counts each user's requests (a token bucket refilled at
+// RequestsPerMinute per minute, holding at most a minute's worth) and
+// tokens per UTC day. Tokens are charged when a response ends, so one call
+// may take a user past the daily limit; the next is refused.
+type budgets struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	users map[string]*userBudget
+}
+
+type userBudget struct {
+	allowance float64 // requests that may start now
+	last      time.Time
+	day       int64 // UTC days since the epoch that used counts
+	used      int64 // tokens used that day
+	requests  int64 // requests that day
+}
+
+// Usage is a user's count for the current UTC day.
+type Usage struct {
+	Requests int64
+	Tokens   int64
+}
+
+func newBudgets(now func() time.Time) *budgets {
+	return &budgets{now: now, users: make(map[string]*userBudget)}
+}
+
+func utcDay(t time.Time) int64 { return t.UTC().Unix() / 86400 }
+
+func (b *budgets) entry(user string, now time.Time, l Limits) *userBudget {
+	u := b.users[user]
+	if u == nil {
+		u = &userBudget{allowance: float64(l.RequestsPerMinute), last: now, day: utcDay(now)}
+		b.users[user] = u
+	}
+	if d := utcDay(now); d != u.day {
+		u.day, u.used, u.requests = d, 0, 0
+	}
+	return u
+}
+
+// admit takes one request from user's budget, or says why not and when to
+// retry.
+func (b *budgets) admit(user string, l Limits) (string, time.Duration) {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.entry(user, now, l)
+	if l.TokensPerDay > 0 && u.used >= l.TokensPerDay {
+		next := time.Unix((u.day+1)*86400, 0)
+		return overTokens, next.Sub(now)
+	}
+	if l.RequestsPerMinute > 0 {
+		rate := float64(l.RequestsPerMinute) / 60 // per second
+		u.allowance = math.Min(float64(l.RequestsPerMinute), u.allowance+now.Sub(u.last).Seconds()*rate)
+		u.last = now
+		if u.allowance < 1 {
+			return overRequests, time.Duration((1 - u.allowance) / rate * float64(time.Second))
+		}
+		u.allowance--
+	}
+	u.requests++
+	return "", 0
+}
+
+// charge adds tokens to user's day.
+func (b *budgets) charge(user string, tokens int64, l Limits) {
+	if tokens <= 0 {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entry(user, now, l).used += tokens
+}
+
+// usage is user's count today.
+func (b *budgets) usage(user string) Usage {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u := b.users[user]
+	if u == nil || u.day != utcDay(now) {
+		return Usage{}
+	}
+	return Usage{Requests: u.requests, Tokens: u.used}
+}
+
+// limitSource is each user's Limits: Options.Default, overridden by the
+// limits file when there is one, read again when it changes. A file that
+// no longer parses is logged and the last good one kept.
+type limitSource struct {
+	path  string
+	base  Limits
+	files *fileCache
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	gen    uint64
+	parsed LimitsFile
+}
+
+func (s *limitSource) forUser(user string) Limits {
+	if s.path == "" {
+		return s.base
+	}
+	data, gen, err := s.files.readGen(s.path)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.gen, s.parsed = 0, LimitsFile{}
+	case err != nil:
+		s.log.Warn("read limits file; keeping the last", "path", s.path, "err", err)
+	case gen != s.gen:
+		s.gen = gen
+		if f, err := ParseLimits(data); err != nil {
+			s.log.Warn("limits file does not parse; keeping the last", "path", s.path, "err", err)
+		} else {
+			s.parsed = f
+		}
+	}
+	return s.parsed.For(user, s.base)
+}

@@ -1,0 +1,70 @@
+package egress
+
+import (
+	"testing"
+)
+
+func FuzzParseProviders(f *testing.F) {
+	for _, tt := range providerTests {
+		f.Add([]byte(tt.doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		ps, err := ParseProviders(doc)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if err := p.validate(); err != nil {
+				t.Fatalf("accepted provider fails validation: %v", err)
+			}
+			if _, err := p.upstream(); err != nil {
+				t.Fatalf("accepted provider has no upstream: %v", err)
+			}
+		}
+	})
+}
+
+func FuzzParseLimits(f *testing.F) {
+	for _, tt := range limitTests {
+		f.Add([]byte(tt.doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		lf, err := ParseLimits(doc)
+		if err != nil {
+			return
+		}
+		if l := lf.For("alice", Limits{}); l.RequestsPerMinute < 0 || l.TokensPerDay < 0 {
+			t.Fatalf("negative limits accepted: %+v", l)
+		}
+	})
+}
+
+// FuzzMeter feeds provider responses (untrusted) through the usage meter
+// in two pieces split anywhere: it must not panic, nor count negative
+// tokens, nor keep more than its cap.
+func FuzzMeter(f *testing.F) {
+	for _, tt := range meterTests {
+		f.Add([]byte(tt.body), tt.sse, uint(len(tt.body)/2))
+	}
+	f.Fuzz(func(t *testing.T, body []byte, sse bool, split uint) {
+		m := meter{sse: sse, maxDoc: 256}
+		i := int(split % uint(len(body)+1))
+		m.write(body[:i])
+		m.write(body[i:])
+		if len(m.buf) > 256 {
+			t.Fatalf("meter kept %d bytes", len(m.buf))
+		}
+		u := m.done()
+		if u.Prompt < 0 || u.Completion < 0 || u.Total < 0 {
+			t.Fatalf("negative counts: %+v", u)
+		}
+	})
+}
+
+func FuzzWithStreamUsage(f *testing.F) {
+	f.Add([]byte(`{"stream":true}`))
+	f.Add([]byte(`{"stream":true,"stream_options":{"include_usage":false}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		withStreamUsage(body)
+	})
+}

@@ -1,0 +1,121 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/informer"
+)
+
+// Defaults that New applies to zero Options fields.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultUpstreamIdle   = 5 * time.Minute
+	DefaultDialTimeout    = 10 * time.Second
+	DefaultIdleTimeout    = 90 * time.Second
+	DefaultDrainTimeout   = 20 * time.Second
+	maxKeyFileBytes       = 64 << 10
+	maxUsageDocumentBytes = 4 << 20
+)
+
+// Callers finds the account behind a source address; *informer.Callers
+// is the production one.
+type Callers interface {
+	ByIP(ip string) (informer.Caller, error)
+}
+
+// Options configures a Proxy; main fills it from the settings.
+type Options struct {
+	// Providers are the upstreams, from ParseProviders. Required.
+	Providers []Provider
+	// KeysDir is the mounted provider-keys Secret. Required.
+	KeysDir string
+	// LimitsFile, when set, is a mounted limits file (ParseLimits),
+	// read again when it changes; missing means Default for everyone.
+	LimitsFile string
+	// Default is every user's budget unless the limits file says
+	// otherwise.
+	Default Limits
+	// MaxBodyBytes caps a request body (413 past it).
+	MaxBodyBytes int
+	// HeaderTimeout bounds reading a request and waiting for the
+	// provider's response headers.
+	HeaderTimeout time.Duration
+	// UpstreamIdle is how long a provider may stay silent mid-response.
+	UpstreamIdle time.Duration
+	// IdleTimeout is the keep-alive time between a sandbox's calls.
+	IdleTimeout time.Duration
+	// DrainTimeout is how long shutdown waits for open calls.
+	DrainTimeout time.Duration
+	// Callers identifies the caller by source address. Required.
+	Callers Callers
+	// Dial, when set, replaces the TCP dial to providers (tests).
+	Dial func(addr string) (net.Conn, error)
+	// Now is the clock for budgets; nil is time.Now.
+	Now func() time.Time
+	// Logger receives problems and Audit the audit lines (one per call);
+	// nil Audit uses Logger, nil Logger discards.
+	Logger, Audit *slog.Logger
+	// Registerer gets the metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Validate reports every problem with o at once and changes nothing.
+func (o Options) Validate() error {
+	var errs []error
+	if len(o.Providers) == 0 {
+		errs = append(errs, errors.New("at least one provider is required"))
+	}
+	for _, p := range o.Providers {
+		if err := p.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("provider %q: %w", p.Name, err))
+		}
+	}
+	if o.KeysDir == "" {
+		errs = append(errs, errors.New("keys directory is required"))
+	}
+	if o.Callers == nil {
+		errs = append(errs, errors.New("callers are required"))
+	}
+	if o.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))
+	}
+	if o.Default.RequestsPerMinute < 0 || o.Default.TokensPerDay < 0 {
+		errs = append(errs, errors.New("default limits must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.HeaderTimeout == 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.UpstreamIdle == 0 {
+		o.UpstreamIdle = DefaultUpstreamIdle
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Audit == nil {
+		o.Audit = o.Logger
+	}
+	return o
+}

@@ -1,0 +1,129 @@
+package informer
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func TestCallerByIP(t *testing.T) {
+	node := newNode(testNode, "192.0.2.1")
+	claim := newClaim("bob", "sb")
+	sandbox := newSandbox("sb", testNode, "sb", true, false)
+	pod := newPod("sb", uidA, testNode, "10.0.0.5", true)
+	bob := Caller{User: "bob", Sandbox: "sb", Pod: "sb"}
+
+	notReady := newPod("sb", uidA, testNode, "10.0.0.5", false)
+	terminating := newPod("sb", uidA, testNode, "10.0.0.5", true)
+	now := metav1.Now()
+	terminating.DeletionTimestamp = &now
+	otherNodePod := newPod("sb", uidA, "node-b", "10.0.0.5", true)
+	hostNet := newPod("sb", uidA, testNode, "192.0.2.1", true)
+	twin := newPod("twin", uidB, testNode, "10.0.0.5", true)
+	deleting := newClaim("bob", "sb")
+	deleting.DeletionTimestamp = &now
+	deleting.Finalizers = []string{"x"}
+	unmanaged := newClaim("bob", "sb")
+	unmanaged.Labels = map[string]string{}
+	impostor := newClaim("bob", "sb")
+	impostor.Name = "other-bob"
+
+	tests := []struct {
+		name string
+		ip   string
+		objs []runtime.Object
+		want Caller
+	}{
+		{"running sandbox pod of a managed claim", "10.0.0.5", []runtime.Object{node, claim, sandbox, pod}, bob},
+		{"unknown address", "10.0.0.9", []runtime.Object{node, claim, sandbox, pod}, Caller{}},
+		{"empty address", "", []runtime.Object{node, claim, sandbox, pod}, Caller{}},
+		{"node address (host network)", "192.0.2.1", []runtime.Object{node, claim, sandbox, hostNet}, Caller{}},
+		{"pod not ready", "10.0.0.5", []runtime.Object{node, claim, sandbox, notReady}, Caller{}},
+		{"pod terminating", "10.0.0.5", []runtime.Object{node, claim, sandbox, terminating}, Caller{}},
+		{"pod of another node", "10.0.0.5", []runtime.Object{node, claim, sandbox, otherNodePod}, Caller{}},
+		{"two pods on one address", "10.0.0.5", []runtime.Object{node, claim, sandbox, pod, twin}, Caller{}},
+		{"pod of no sandbox", "10.0.0.5", []runtime.Object{node, claim, pod}, Caller{}},
+		{"suspended sandbox", "10.0.0.5", []runtime.Object{node, claim, newSandbox("sb", testNode, "sb", true, true), pod}, Caller{}},
+		{"sandbox on another node", "10.0.0.5", []runtime.Object{node, claim, newSandbox("sb", "node-b", "sb", true, false), pod}, Caller{}},
+		{"no claim (deleted user)", "10.0.0.5", []runtime.Object{node, sandbox, pod}, Caller{}},
+		{"claim being deleted", "10.0.0.5", []runtime.Object{node, deleting, sandbox, pod}, Caller{}},
+		{"claim not managed", "10.0.0.5", []runtime.Object{node, unmanaged, sandbox, pod}, Caller{}},
+		{"claim not named for its user", "10.0.0.5", []runtime.Object{node, impostor, sandbox, pod}, Caller{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := storedCallers(t, stored(t, tt.objs...))
+			got, err := c.ByIP(tt.ip)
+			if tt.want == (Caller{}) {
+				if !errors.Is(err, ErrUnknownCaller) {
+					t.Fatalf("CallerByIP(%q) = %+v, %v; want ErrUnknownCaller", tt.ip, got, err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("CallerByIP(%q) = %+v, %v; want %+v", tt.ip, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// storedCallers builds Callers over an Index filled by stored, whose
+// informers never run: it feeds the maps what the caches hold, as the
+// informers' replay would.
+func storedCallers(t *testing.T, x *Index) *Callers {
+	t.Helper()
+	c, err := x.Callers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range x.pods.GetStore().List() {
+		c.podsByIP.put(obj, obj.(*podEntry).ip)
+	}
+	for _, obj := range x.sandboxes.GetStore().List() {
+		c.sbByPod.put(obj, obj.(*sandboxEntry).pod)
+	}
+	for _, obj := range x.claims.GetStore().List() {
+		c.claimBySb.put(obj, obj.(*claimEntry).sandbox)
+	}
+	return c
+}
+
+// TestCallersFollowInformers: Callers built on a running Index sees what
+// the informers already held and every later change: a pod replaced on a
+// new address, a suspension, the claim's deletion.
+func TestCallersFollowInformers(t *testing.T) {
+	f := newFakeAPI(t)
+	f.create(nodesGVR, newNode(testNode, "192.0.2.1"), "")
+	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
+	f.create(sandboxesGVR, newSandbox("sb", testNode, "sb", true, false), testNS)
+	f.create(podsGVR, newPod("sb", uidA, testNode, "10.0.0.5", true), testNS)
+	x := running(t, f.options())
+	c, err := x.Callers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(ip string) string {
+		got, err := c.ByIP(ip)
+		if err != nil {
+			return ""
+		}
+		return got.User
+	}
+	eventually(t, "bob known by address", func() bool { return user("10.0.0.5") == "bob" })
+
+	f.update(podsGVR, newPod("sb", uidB, testNode, "10.0.0.6", true), testNS)
+	eventually(t, "bob known by the new address", func() bool { return user("10.0.0.6") == "bob" })
+	if u := user("10.0.0.5"); u != "" {
+		t.Errorf("old address still belongs to %q", u)
+	}
+
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, true), testNS)
+	eventually(t, "suspended sandbox refused", func() bool { return user("10.0.0.6") == "" })
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, false), testNS)
+	eventually(t, "woken sandbox known", func() bool { return user("10.0.0.6") == "bob" })
+
+	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
+	eventually(t, "deleted account refused", func() bool { return user("10.0.0.6") == "" })
+}

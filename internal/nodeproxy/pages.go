@@ -1,0 +1,128 @@
+package nodeproxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/webpage"
+)
+
+// pageCSP is the Content-Security-Policy of the node proxy's own pages.
+var pageCSP = webpage.CSP()
+
+// browserPage reports whether a request is a browser loading a page into a
+// tab: a GET that asks for HTML and, when the browser says so, is a
+// top-level document navigation. Sub-resources, fetches, frames and
+// WebSockets are not; they keep the plain answers API clients get.
+func browserPage(ctx *fasthttp.RequestCtx, x *exchange) bool {
+	if x.ws || !ctx.IsGet() || !bytes.Contains(ctx.Request.Header.Peek("Accept"), []byte("text/html")) {
+		return false
+	}
+	if dest := ctx.Request.Header.Peek("Sec-Fetch-Dest"); len(dest) > 0 && string(dest) != "document" {
+		return false
+	}
+	if mode := ctx.Request.Header.Peek("Sec-Fetch-Mode"); len(mode) > 0 && string(mode) != "navigate" {
+		return false
+	}
+	return true
+}
+
+// errorPage answers a browser navigation that ends in 401, 403, 404, 429
+// or 503 with a page that says what happened and links to the next step,
+// instead of the plain body other clients get; the status and headers are
+// the plain answer's, except that a signed-in user on another user's path
+// gets 403 and a link to their own agent. It reports whether it answered.
+func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res result) bool {
+	if !browserPage(ctx, x) {
+		return false
+	}
+	status, m := res.status, webpage.Message{Alert: true}
+	retry := string(ctx.Response.Header.Peek("Retry-After"))
+	switch status {
+	case fasthttp.StatusUnauthorized:
+		if owner, ok := p.otherUser(ctx, x, err); ok {
+			status = fasthttp.StatusForbidden
+			m.Title = "Not your agent"
+			m.Lines = []string{"This agent belongs to another user. You are signed in as " + owner + "."}
+			m.Links = []webpage.Link{{Href: p.mainURL(x, "/u/"+owner+"/"), Text: "Open your own agent"},
+				{Href: p.mainURL(x, "/"), Text: "Your account", Secondary: true}}
+			break
+		}
+		m.Title = "Sign in required"
+		m.Lines = []string{"Sign in to open this agent. If it is yours, log in with your user name and access token."}
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Sign in"}}
+	case fasthttp.StatusForbidden:
+		m.Title = "Request refused"
+		m.Lines = []string{"This request was refused: " + res.message + "."}
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Back to the start page"}}
+	case fasthttp.StatusNotFound:
+		m.Title = "Not found"
+		m.Lines = []string{"There is no agent at this address."}
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Back to the start page"}}
+	case fasthttp.StatusTooManyRequests, fasthttp.StatusServiceUnavailable:
+		m.Title = "Try again shortly"
+		if status == fasthttp.StatusTooManyRequests {
+			m.Title = "Too many attempts"
+		}
+		m.Lines = []string{capitalize(res.message) + "."}
+		if retry != "" {
+			m.Lines = append(m.Lines, "This page tries again by itself in "+retry+" s.")
+			fmt.Sscan(retry, &m.Refresh)
+		}
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Your account", Secondary: true}}
+	default:
+		return false
+	}
+	p.writePage(ctx, x, status, m)
+	return true
+}
+
+// otherUser names the user a request's session belongs to when it failed
+// only because that is not the path's user. The name chooses a link; it
+// grants nothing.
+func (p *Proxy) otherUser(ctx *fasthttp.RequestCtx, x *exchange, err error) (string, bool) {
+	if !errors.Is(err, errOtherUser) {
+		return "", false
+	}
+	rules := p.sessionRules(x.route)
+	for _, tok := range readCredentials(&ctx.Request.Header, rules.cookie).cookies {
+		if c, err := rules.verifier.VerifyIgnoringExpiry(tok); err == nil && c.User != x.route.user {
+			return c.User, true
+		}
+	}
+	return "", false
+}
+
+// mainURL is path on the main origin: relative in path routing, under
+// PUBLIC_ORIGIN on a user origin.
+func (p *Proxy) mainURL(x *exchange, path string) string {
+	if x.route.origin != "" && p.opts.PublicOrigin != "" {
+		return strings.TrimSuffix(p.opts.PublicOrigin, "/") + path
+	}
+	return path
+}
+
+// writePage ends the exchange with m as a page of status, with the
+// security headers of every sandgate page.
+func (p *Proxy) writePage(ctx *fasthttp.RequestCtx, x *exchange, status int, m webpage.Message) {
+	var buf bytes.Buffer
+	_ = webpage.Render(&buf, m) // a fixed template: only a write to buf, which cannot fail
+	for _, kv := range webpage.Headers(pageCSP) {
+		ctx.Response.Header.Set(kv[0], kv[1])
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetBody(buf.Bytes())
+	x.status = status
+	p.finish(x)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,160 @@
+package nodeproxy
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/webpage"
+)
+
+// navigationHeaders are what Chromium sends when it loads a page into a
+// tab.
+func navigationHeaders(extra map[string]string) map[string]string {
+	h := map[string]string{
+		"Accept":         "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+		"Sec-Fetch-Mode": "navigate",
+		"Sec-Fetch-Dest": "document",
+	}
+	for k, v := range extra {
+		h[k] = v
+	}
+	return h
+}
+
+// checkProxyPage asserts the rules of every sandgate page: HTML with the
+// strict CSP, never cached, no script.
+func checkProxyPage(t *testing.T, resp *http.Response, body string) {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); csp != webpage.CSP() {
+		t.Errorf("CSP %q, want %q", csp, webpage.CSP())
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("headers %v", resp.Header)
+	}
+	if strings.Contains(body, "<script") || !strings.Contains(body, "<style>"+webpage.Style+"</style>") {
+		t.Errorf("page body: %s", body)
+	}
+}
+
+// TestErrorPagesForNavigations: a browser navigation that ends in 401,
+// 403, 404 or 503 gets a page with the next step; the same request from
+// an API client, a sub-resource or a fetch keeps the plain body.
+func TestErrorPagesForNavigations(t *testing.T) {
+	h := newHarness(t, harnessOpts{modify: func(o *Options) { o.MaxInFlightPerUser = 1 }})
+	h.addUser("alice", "node-a")
+	h.addUser("bob", "node-a")
+	alice := cookie(h.session("alice"))
+	h.dir.edit("bob", func(e *informer.Entry) { e.Route = informer.Route{State: informer.StateStopped, Sandbox: "sb-bob"} })
+	bob := cookie(h.session("bob"))
+
+	for _, tc := range []struct {
+		name, path, cookie string
+		code               int
+		heading, link      string
+	}{
+		{"signed out", "/u/alice/", "", 401, "Sign in required", `href="/"`},
+		{"another user's path", "/u/bob/", alice, 403, "Not your agent", `href="/u/alice/"`},
+		{"no such user path", "/u/-x/", alice, 404, "Not found", `href="/"`},
+		{"stopped pod", "/u/bob/", bob, 503, "Try again shortly", `href="/"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string]string{}
+			if tc.cookie != "" {
+				hdr["Cookie"] = tc.cookie
+			}
+			resp := h.get("node-a", tc.path, navigationHeaders(hdr))
+			body := readAll(t, resp)
+			if resp.StatusCode != tc.code || !strings.Contains(body, "<h1>"+tc.heading+"</h1>") || !strings.Contains(body, tc.link) {
+				t.Fatalf("navigation: %d %s", resp.StatusCode, body)
+			}
+			checkProxyPage(t, resp, body)
+			if tc.code == 503 && (resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `http-equiv="refresh"`)) {
+				t.Errorf("503 page without Retry-After or refresh: %v %s", resp.Header, body)
+			}
+			plainCode := tc.code
+			if tc.code == 403 {
+				plainCode = 401 // API clients keep the reference design's answer
+			}
+			for name, h2 := range map[string]map[string]string{
+				"API client":   {"Accept": "application/json"},
+				"sub-resource": {"Accept": "text/html", "Sec-Fetch-Dest": "iframe", "Sec-Fetch-Mode": "navigate"},
+				"fetch":        {"Accept": "text/html", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},
+			} {
+				for k, v := range hdr {
+					h2[k] = v
+				}
+				resp := h.get("node-a", tc.path, h2)
+				body := readAll(t, resp)
+				if resp.StatusCode != plainCode || strings.Contains(body, "<html") || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+					t.Errorf("%s: %d %q %s", name, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+				}
+			}
+		})
+	}
+}
+
+// TestWakingPageComesAtOnce: a navigation to a suspended sandbox gets the
+// waking page well before WAKE_TIMEOUT, naming the state this node sees;
+// its reload opens the agent once the sandbox is Ready. After WAKE_TIMEOUT
+// the page says what to do.
+func TestWakingPageComesAtOnce(t *testing.T) {
+	const wakeTimeout = time.Minute
+	h := newHarness(t, wakeOpts(wakeTimeout, nil))
+	h.addUser("alice", "node-a")
+	ready := h.suspend("alice")
+	sess := cookie(h.session("alice"))
+
+	start := time.Now()
+	resp := h.get("node-a", "/u/alice/", navigationHeaders(map[string]string{"Cookie": sess}))
+	body := readAll(t, resp)
+	took := time.Since(start)
+	if took > wakeTimeout/2 {
+		t.Errorf("waking page after %v, want well before WAKE_TIMEOUT %v", took, wakeTimeout)
+	}
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, "<title>Waking your agent</title>") ||
+		!strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, "<dd>suspended</dd>") || strings.Contains(body, "longer than usual") {
+		t.Fatalf("waking page: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	checkProxyPage(t, resp, body)
+	if h.auth.wakes.Load() != 1 {
+		t.Errorf("%d wake calls, want 1", h.auth.wakes.Load())
+	}
+
+	h.clock.Advance(wakeTimeout + time.Second)
+	resp = h.get("node-a", "/u/alice/", navigationHeaders(map[string]string{"Cookie": sess}))
+	if body := readAll(t, resp); resp.StatusCode != 503 || !strings.Contains(body, "longer than usual") {
+		t.Errorf("past WAKE_TIMEOUT: %d %s", resp.StatusCode, body)
+	}
+
+	h.dir.set("alice", ready)
+	resp = h.get("node-a", "/u/alice/", navigationHeaders(map[string]string{"Cookie": sess}))
+	if body := readAll(t, resp); resp.StatusCode != 200 || strings.Contains(body, "Waking your agent") {
+		t.Errorf("reload once Ready: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestWakingMessageStates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		route informer.Route
+		title string
+		says  string
+	}{
+		{"cold start", informer.Route{State: informer.StatePending}, "Starting your agent", "Starting your agent"},
+		{"suspended", informer.Route{State: informer.StateSuspended, Sandbox: "sb"}, "Waking your agent", "asleep"},
+		{"resuming", informer.Route{State: informer.StatePending, Sandbox: "sb"}, "Waking your agent", "Resuming your workspace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := wakingMessage(informer.Entry{Route: tc.route}, time.Second, time.Minute, 3)
+			if m.Title != tc.title || !strings.Contains(strings.Join(m.Lines, " "), tc.says) || m.Refresh != 3 || len(m.Links) != 0 {
+				t.Errorf("%+v", m)
+			}
+		})
+	}
+}

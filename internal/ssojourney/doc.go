@@ -1,0 +1,6 @@
+// Package ssojourney tests the SSO exposure variant end to end with its real
+// parts: the oauth2-proxy binary in front of the auth API and node proxy
+// binaries, configured as manifests/exposure/sso configures them, signing
+// users in at an OpenID Connect provider stand-in (mockoidc), on a real API
+// server with the simulated cluster of internal/sim. Tests only.
+package ssojourney

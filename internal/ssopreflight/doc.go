@@ -1,0 +1,6 @@
+// Package ssopreflight checks a live cluster for the conditions the SSO
+// exposure variant's trust boundary rests on: a NetworkPolicy that lets
+// only oauth2-proxy (and other node proxies) reach the node proxies, no
+// other Service, Ingress or NodePort path to them, and the identity header
+// stripped from untrusted peers. cmd/sandgate-preflight runs it.
+package ssopreflight

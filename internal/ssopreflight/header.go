@@ -1,0 +1,134 @@
+package ssopreflight
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// probeIdentity is the user the probe asserts.
+const probeIdentity = "sandgate-preflight-probe"
+
+// header checks that the auth API trusts an identity header, that the
+// node proxies know the same header (they strip it from every peer outside
+// TRUSTED_PROXIES) and trust no catch-all range, and, with a ProbeURL,
+// that a login asserted in the header from here is refused.
+func (s *state) header(ctx context.Context) ([]string, error) {
+	if len(s.authAPIs) == 0 {
+		return []string{fmt.Sprintf("no Deployment or pod in %s is labelled %s: cannot find the auth API", s.o.AuthNamespace, s.o.AuthAPILabels)}, nil
+	}
+	var reasons []string
+	authHeader := ""
+	for _, sh := range s.authAPIs {
+		env, err := s.settings(ctx, sh)
+		if err != nil {
+			return nil, err
+		}
+		h := env["AUTH_PROXY_HEADER"]
+		if h == "" {
+			reasons = append(reasons, fmt.Sprintf("%s has no AUTH_PROXY_HEADER: this is not the SSO variant", sh.what))
+			continue
+		}
+		if authHeader != "" && !strings.EqualFold(h, authHeader) {
+			reasons = append(reasons, fmt.Sprintf("%s trusts AUTH_PROXY_HEADER %q, another auth API trusts %q", sh.what, h, authHeader))
+		}
+		authHeader = h
+	}
+	for _, sh := range s.nodeProxies {
+		env, err := s.settings(ctx, sh)
+		if err != nil {
+			return nil, err
+		}
+		if h := env["AUTH_PROXY_HEADER"]; authHeader != "" && !strings.EqualFold(h, authHeader) {
+			reasons = append(reasons, fmt.Sprintf("%s has AUTH_PROXY_HEADER %q, but the auth API trusts %q: the node proxies pass a client's %s through", sh.what, h, authHeader, authHeader))
+		}
+		for _, cidr := range strings.Split(env["TRUSTED_PROXIES"], ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+			if err == nil && p.Bits() == 0 {
+				reasons = append(reasons, fmt.Sprintf("%s trusts every peer (TRUSTED_PROXIES has %s): none has the identity header stripped", sh.what, p))
+			}
+		}
+	}
+	if s.o.ProbeURL != "" && authHeader != "" {
+		if r := s.probe(ctx, authHeader); r != "" {
+			reasons = append(reasons, r)
+		}
+	}
+	return reasons, nil
+}
+
+// probe sends a login asserted in header to ProbeURL and reports it when
+// it succeeds. A node proxy that cannot be reached from here passes: the
+// NetworkPolicy or the network keeps this host out.
+func (s *state) probe(ctx context.Context, header string) string {
+	client := s.o.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.o.ProbeURL, "/")+"/login", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return fmt.Sprintf("probe %s: %v", s.o.ProbeURL, err)
+	}
+	req.Header.Set(header, probeIdentity)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("probe %s: %v", s.o.ProbeURL, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 300 || len(resp.Cookies()) > 0 && resp.StatusCode < 400 {
+		return fmt.Sprintf("a login from this host asserting %s: %s was answered %s: the identity header is not stripped from untrusted peers", header, probeIdentity, resp.Status)
+	}
+	return ""
+}
+
+// settings resolves a pod shape's first container's environment as its
+// command reads it: ConfigMaps from envFrom, then env, then --flag=value
+// arguments.
+func (s *state) settings(ctx context.Context, sh podShape) (map[string]string, error) {
+	out := map[string]string{}
+	if len(sh.spec.Containers) == 0 {
+		return out, nil
+	}
+	c := sh.spec.Containers[0]
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef == nil {
+			continue
+		}
+		cm, err := s.o.Kube.CoreV1().ConfigMaps(sh.namespace).Get(ctx, from.ConfigMapRef.Name, metav1.GetOptions{})
+		if err != nil {
+			if from.ConfigMapRef.Optional != nil && *from.ConfigMapRef.Optional {
+				continue
+			}
+			return nil, fmt.Errorf("read ConfigMap %s/%s of %s: %w", sh.namespace, from.ConfigMapRef.Name, sh.what, err)
+		}
+		for k, v := range cm.Data {
+			out[from.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			out[e.Name] = e.Value
+		}
+	}
+	for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+		if name, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); ok && strings.HasPrefix(a, "-") {
+			out[strings.ToUpper(strings.ReplaceAll(name, "-", "_"))] = value
+		}
+	}
+	return out, nil
+}
