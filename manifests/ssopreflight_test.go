@@ -1,7 +1,6 @@
 package manifests_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,18 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/ssopreflight"
+	"github.com/sandgate/sandgate/internal/ssopreflight/preflighttest"
 )
-
-// preflightKinds are the SSO variant's objects the preflight reads; the
-// cluster-scoped rest would be shared between the cases.
-var preflightKinds = []string{"Namespace", "ConfigMap", "Service", "Ingress", "NetworkPolicy", "DaemonSet", "Deployment"}
 
 // TestSSOPreflight applies the SSO variant to the real API server, once as
 // shipped and once per broken condition, each in namespaces of its own,
@@ -134,7 +127,6 @@ func TestSSOPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newApplier(t)
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			names := map[string]string{"sandgate-node": fmt.Sprintf("pf%d-node", i), "sandgate": fmt.Sprintf("pf%d-sg", i)}
@@ -142,16 +134,8 @@ func TestSSOPreflight(t *testing.T) {
 			if tc.breaks != nil {
 				objs = tc.breaks(objs, names["sandgate-node"])
 			}
-			for _, ns := range names {
-				_, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					t.Fatal(err)
-				}
-			}
-			for _, obj := range objs {
-				if err := a.apply(t, obj, false); err != nil {
-					t.Fatalf("apply %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
-				}
+			if err := preflighttest.Apply(t.Context(), cluster.AdminConfig(), []string{names["sandgate-node"], names["sandgate"]}, objs); err != nil {
+				t.Fatal(err)
 			}
 			o := ssopreflight.Defaults()
 			o.Kube = kube
@@ -179,28 +163,12 @@ func TestSSOPreflight(t *testing.T) {
 	}
 }
 
-// renamedNamespaces keeps the objects of preflightKinds and moves them,
-// and every reference by name (namespace selectors), to names' namespaces.
+// renamedNamespaces is preflighttest.Renamed, failing t on an error.
 func renamedNamespaces(t *testing.T, objs []*unstructured.Unstructured, names map[string]string) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, obj := range objs {
-		if !slices.Contains(preflightKinds, obj.GetKind()) {
-			continue
-		}
-		data, err := json.Marshal(obj.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := string(data)
-		for _, from := range []string{"sandgate-node", "sandgate"} {
-			s = strings.ReplaceAll(s, `"`+from+`"`, `"`+names[from]+`"`)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+	out, err := preflighttest.Renamed(objs, names)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -41,7 +41,7 @@ func (o *Options) settings() []settings.Setting {
 		settings.Var("auth-namespace", "AUTH_NAMESPACE", "namespace of the auth API", settings.String(&o.AuthNamespace)),
 		settings.Var("proxy-port", "PROXY_PORT", "the node proxies' port oauth2-proxy forwards to", settings.Int(&o.ProxyPort)),
 		settings.Var("allowed-cidrs", "ALLOWED_CIDRS", "comma-separated CIDRs a NetworkPolicy may admit to the proxy port by ipBlock (your node CIDR, if the CNI masquerades hops)", settings.String(&o.AllowedCIDRs)),
-		settings.Var("probe-url", "PROBE_URL", "a node proxy URL reachable from here (http://<node IP>:8080); a login asserted in the identity header is sent there and must fail; empty skips the probe", settings.String(&o.ProbeURL)),
+		settings.Var("probe-url", "PROBE_URL", "a node proxy URL reachable from here (http://<node IP>:8080); an identity asserted in the header is sent there and must not be believed (neither a login nor the landing page); empty skips the probe", settings.String(&o.ProbeURL)),
 		settings.Var("timeout", "TIMEOUT", "bound on the whole run", settings.Duration(&o.Timeout)),
 	}
 }
@@ -91,7 +91,8 @@ line per failed condition:
                  network
   header         the auth API trusts an AUTH_PROXY_HEADER, the node proxies
                  strip the same header (and trust no catch-all range), and
-                 with --probe-url a login asserted in it from here fails
+                 with --probe-url an identity asserted in it from here is
+                 not believed
 
 Run it after every change to the SSO variant. It reads namespaces, pods,
 DaemonSets, Deployments, ConfigMaps, Services, EndpointSlices, Ingresses and

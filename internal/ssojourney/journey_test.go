@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/ssopreflight"
 )
 
 // sessionCookie is the auth API's session cookie on plain HTTP.
@@ -82,6 +85,51 @@ func TestSSOJourney(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusFound {
 			t.Errorf("oauth2-proxy answered a request without its cookie with %s, want a redirect to sign in", resp.Status)
+		}
+	})
+
+	t.Run("the shipped preflight passes against the journey's cluster and node proxy", func(t *testing.T) {
+		peer := untrustedPeer(t, p.nodeAddrs[0])
+		run := p.preflight(t, peer.addr, nil)
+		if run.code != 0 || len(run.fails()) > 0 {
+			t.Fatalf("sandgate-preflight exited %d, want 0:\n%s%s", run.code, run.stdout, run.stderr)
+		}
+		if peer.forwarded.Load() == 0 {
+			t.Error("the preflight's probe never reached the node proxy")
+		}
+		for _, check := range []string{ssopreflight.CheckNetworkPolicy, ssopreflight.CheckExposure, ssopreflight.CheckHeader} {
+			if !strings.Contains(run.stdout, "ok   "+check+"\n") {
+				t.Errorf("no passing %s check:\n%s", check, run.stdout)
+			}
+		}
+	})
+
+	t.Run("the preflight fails node proxies that trust too much", func(t *testing.T) {
+		catchAll := func(objs []*unstructured.Unstructured) {
+			for _, obj := range objs {
+				if obj.GetKind() == "ConfigMap" && strings.HasPrefix(obj.GetName(), "nodeproxy-config") {
+					if err := unstructured.SetNestedField(obj.Object, "127.0.0.1/32,0.0.0.0/0", "data", "TRUSTED_PROXIES"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name   string
+			probe  string
+			change func([]*unstructured.Unstructured)
+			reason string
+		}{
+			{"configured to trust a catch-all", untrustedPeer(t, p.nodeAddrs[0]).addr, catchAll, "trusts every peer (TRUSTED_PROXIES has 0.0.0.0/0)"},
+			// The preflight connects from 127.0.0.1, oauth2-proxy's
+			// address, which the journey's node proxies trust.
+			{"trusting the probing host", p.nodeAddrs[0], nil, "is not stripped from untrusted peers"},
+		} {
+			run := p.preflight(t, tc.probe, tc.change)
+			fails := run.fails()
+			if run.code != 1 || len(fails) != 1 || !strings.HasPrefix(fails[0], "FAIL "+ssopreflight.CheckHeader+": ") || !strings.Contains(fails[0], tc.reason) {
+				t.Errorf("%s: sandgate-preflight exited %d, want 1 with one FAIL %s line with %q:\n%s%s", tc.name, run.code, ssopreflight.CheckHeader, tc.reason, run.stdout, run.stderr)
+			}
 		}
 	})
 

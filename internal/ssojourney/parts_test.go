@@ -18,6 +18,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sandgate/sandgate/internal/authapi"
@@ -44,6 +45,11 @@ type ssoPlatform struct {
 	proxyAddr string   // oauth2-proxy's listener
 	nodeAddrs []string // the node proxies' listeners, 127.0.1.<i>:<port>
 	control   string   // the provider stand-in's user queue
+
+	cp              *controlplane.ControlPlane
+	adminKubeconfig string
+	variant         []*unstructured.Unstructured // kubectl kustomize manifests/exposure/sso
+	preflightBin    string                       // cmd/sandgate-preflight
 }
 
 // origin is the public origin, oauth2-proxy's.
@@ -68,19 +74,20 @@ func toolBinary(t *testing.T, name string) string {
 	return ""
 }
 
-// buildCommands builds the shipped auth API and node proxy commands.
-func buildCommands(t *testing.T, dir string) (authAPI, nodeProxy string) {
+// buildCommands builds the shipped auth API, node proxy and preflight
+// commands.
+func buildCommands(t *testing.T, dir string) (authAPI, nodeProxy, preflight string) {
 	t.Helper()
 	root, err := clustertest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/authapi", "./cmd/nodeproxy")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/authapi", "./cmd/nodeproxy", "./cmd/sandgate-preflight")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the commands: %v\n%s", err, out)
 	}
-	return filepath.Join(dir, "authapi"), filepath.Join(dir, "nodeproxy")
+	return filepath.Join(dir, "authapi"), filepath.Join(dir, "nodeproxy"), filepath.Join(dir, "sandgate-preflight")
 }
 
 // freePort returns a loopback address with a port nothing listens on.
@@ -159,8 +166,8 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	oauth2Proxy, provider := toolBinary(t, "oauth2-proxy"), toolBinary(t, "mockoidc-standin")
 	cp := controlPlane(t)
 	dir := t.TempDir()
-	authBin, nodeBin := buildCommands(t, dir)
-	p := &ssoPlatform{sim: simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: publicHost})}
+	authBin, nodeBin, preflightBin := buildCommands(t, dir)
+	p := &ssoPlatform{sim: simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: publicHost}), cp: cp, variant: ssoVariant(t), preflightBin: preflightBin}
 	ns := p.sim.NS
 	ctx := context.Background()
 
@@ -168,6 +175,7 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	if err := controlplane.WriteKubeconfig(cp.AdminConfig(), adminKubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	p.adminKubeconfig = adminKubeconfig
 	authAddr, authOps := freePort(t, "127.0.0.1"), freePort(t, "127.0.0.1")
 	start(t, dir, "authapi", authBin, []string{
 		"KUBECONFIG=" + adminKubeconfig, "NAMESPACE=" + ns, "LISTEN_ADDR=" + authAddr, "OPS_ADDR=" + authOps,
@@ -224,7 +232,7 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	start(t, dir, "oauth2-proxy", oauth2Proxy, []string{
 		"OAUTH2_PROXY_CLIENT_ID=sandgate", "OAUTH2_PROXY_CLIENT_SECRET=" + clientSecret,
 		"OAUTH2_PROXY_COOKIE_SECRET=" + randomHex(t, 16),
-	}, answers("http://"+p.proxyAddr+"/ping"), append(oauth2ProxyArgs(t),
+	}, answers("http://"+p.proxyAddr+"/ping"), append(oauth2ProxyArgs(t, p.variant),
 		"--oidc-issuer-url=http://"+providerAddr+"/oidc",
 		"--allowed-group="+allowedGroup,
 		"--http-address="+p.proxyAddr,
@@ -237,11 +245,9 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	return p
 }
 
-// oauth2ProxyArgs are the oauth2-proxy arguments of the shipped variant
-// (kubectl kustomize manifests/exposure/sso), less those that name the site
-// (listeners, upstream, issuer, group, Secure cookies), which the caller
-// sets for loopback; so the journey proves the shipped arguments.
-func oauth2ProxyArgs(t *testing.T) []string {
+// ssoVariant returns the shipped SSO variant's objects (kubectl kustomize
+// manifests/exposure/sso).
+func ssoVariant(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	root, err := clustertest.ModuleRoot()
 	if err != nil {
@@ -262,6 +268,15 @@ func oauth2ProxyArgs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+// oauth2ProxyArgs are the oauth2-proxy arguments of the shipped variant
+// (objs), less those that name the site (listeners, upstream, issuer,
+// group, Secure cookies), which the caller sets for loopback; so the
+// journey proves the shipped arguments.
+func oauth2ProxyArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
 	site := []string{"http-address", "upstream", "oidc-issuer-url", "allowed-group", "cookie-secure", "redirect-url"}
 	for _, obj := range objs {
 		if obj.GetKind() != "Deployment" || obj.GetName() != "oauth2-proxy" {

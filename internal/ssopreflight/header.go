@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/authapi"
 )
 
 // probeIdentity is the user the probe asserts.
@@ -20,7 +22,7 @@ const probeIdentity = "sandgate-preflight-probe"
 // header checks that the auth API trusts an identity header, that the
 // node proxies know the same header (they strip it from every peer outside
 // TRUSTED_PROXIES) and trust no catch-all range, and, with a ProbeURL,
-// that a login asserted in the header from here is refused.
+// that an identity asserted in the header from here is not believed.
 func (s *state) header(ctx context.Context) ([]string, error) {
 	if len(s.authAPIs) == 0 {
 		return []string{fmt.Sprintf("no Deployment or pod in %s is labelled %s: cannot find the auth API", s.o.AuthNamespace, s.o.AuthAPILabels)}, nil
@@ -65,35 +67,64 @@ func (s *state) header(ctx context.Context) ([]string, error) {
 	return reasons, nil
 }
 
-// probe sends a login asserted in header to ProbeURL and reports it when
-// it succeeds. A node proxy that cannot be reached from here passes: the
-// NetworkPolicy or the network keeps this host out.
+// probe asserts probeIdentity in header at ProbeURL, from here, twice,
+// and reports the first answer that believed it: a login that succeeds,
+// or a landing page that offers the identity's user (which tells even
+// when no account exists for it). A node proxy that cannot be reached
+// from here passes: the NetworkPolicy or the network keeps this host out.
 func (s *state) probe(ctx context.Context, header string) string {
+	status, cookies, body, err := s.send(ctx, http.MethodPost, "/login", header, "application/json")
+	switch {
+	case err != nil:
+		return err.Error()
+	case status == 0:
+		return ""
+	case status < 300 || cookies && status < 400:
+		return fmt.Sprintf("a login from this host asserting %s: %s was answered %d: the identity header is not stripped from untrusted peers", header, probeIdentity, status)
+	}
+	user, _ := authapi.SSOUserName(probeIdentity)
+	status, _, body, err = s.send(ctx, http.MethodGet, "/", header, "text/html")
+	switch {
+	case err != nil:
+		return err.Error()
+	case status != 0 && bytes.Contains(body, []byte(user)):
+		return fmt.Sprintf("the landing page from this host asserting %s: %s offered its user %s: the identity header is not stripped from untrusted peers", header, probeIdentity, user)
+	}
+	return ""
+}
+
+// send sends method path to ProbeURL with probeIdentity in header and
+// returns the answer's status (0 when the node proxy cannot be reached),
+// whether it set cookies, and up to 256 KiB of its body.
+func (s *state) send(ctx context.Context, method, path, header, accept string) (int, bool, []byte, error) {
 	client := s.o.HTTPClient
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.o.ProbeURL, "/")+"/login", bytes.NewReader([]byte("{}")))
+	var body io.Reader
+	if method == http.MethodPost {
+		body = strings.NewReader("{}")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.o.ProbeURL, "/")+path, body)
 	if err != nil {
-		return fmt.Sprintf("probe %s: %v", s.o.ProbeURL, err)
+		return 0, false, nil, fmt.Errorf("probe %s: %w", s.o.ProbeURL, err)
 	}
 	req.Header.Set(header, probeIdentity)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := client.Do(req)
 	var netErr net.Error
 	switch {
 	case errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded):
-		return ""
+		return 0, false, nil, nil
 	case err != nil:
-		return fmt.Sprintf("probe %s: %v", s.o.ProbeURL, err)
+		return 0, false, nil, fmt.Errorf("probe %s: %w", s.o.ProbeURL, err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 300 || len(resp.Cookies()) > 0 && resp.StatusCode < 400 {
-		return fmt.Sprintf("a login from this host asserting %s: %s was answered %s: the identity header is not stripped from untrusted peers", header, probeIdentity, resp.Status)
-	}
-	return ""
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<10))
+	return resp.StatusCode, len(resp.Cookies()) > 0, data, nil
 }
 
 // settings resolves a pod shape's first container's environment as its
