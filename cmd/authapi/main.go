@@ -43,13 +43,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) >= 2 && args[0] == "jwt" && args[1] == "inspect" {
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
 	}
-	if len(args) > 0 && args[0] == "drain" {
-		return runDrain(ctx, args[1:], getenv, stdout, stderr)
+	preStop := len(args) > 0 && args[0] == "drain"
+	if preStop {
+		args = args[1:]
 	}
 	c, err := load(args, getenv, stdout)
 	stderr = &lineWriter{w: stderr}
 	return settings.Serve("authapi", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error {
-		defer oneLogFormat(log)()
+		if preStop {
+			return drain.Request(ctx, c.OpsAddr, c.DrainDelay)
+		}
 		return serve(ctx, c, log, auditLogger(stderr))
 	})
 }

@@ -42,12 +42,15 @@ func main() {
 // run is main without the process: 0 on success, 1 on failure, 2 on a
 // usage error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "drain" {
-		return runDrain(ctx, args[1:], getenv, stdout, stderr)
+	preStop := len(args) > 0 && args[0] == "drain"
+	if preStop {
+		args = args[1:]
 	}
 	c, err := load(args, getenv, stdout)
 	return settings.Serve("nodeproxy", stderr, err, c.validate, c.LogLevel, func(log *slog.Logger) error {
-		defer oneLogFormat(log)()
+		if preStop {
+			return drain.Request(ctx, c.OpsAddr, c.DrainDelay)
+		}
 		return serve(ctx, c, log)
 	})
 }

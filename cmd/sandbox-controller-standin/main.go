@@ -31,7 +31,6 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o, err := load(args, getenv, stdout)
 	return settings.Serve("sandbox-controller-standin", stderr, err, o.Validate, o.LogLevel, func(log *slog.Logger) error {
-		defer oneLogFormat(log)()
 		return serve(ctx, o, log)
 	})
 }

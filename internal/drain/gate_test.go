@@ -87,7 +87,7 @@ func TestDrainFailsReadinessAtOnceAndAnswersAfterTheDelay(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	answered := make(chan error, 1)
-	go func() { answered <- Request(ctx, srv.Listener.Addr().String(), time.Hour, time.Minute) }()
+	go func() { answered <- Request(ctx, srv.Listener.Addr().String(), time.Hour) }()
 	for !g.Draining() {
 		select {
 		case err := <-answered:
@@ -119,7 +119,7 @@ func TestDrainAnswersOnceTheDelayHasPassed(t *testing.T) {
 	srv := httptest.NewServer(g.Wrap(readyOps))
 	defer srv.Close()
 	for range 2 {
-		if err := Request(context.Background(), srv.Listener.Addr().String(), time.Minute, time.Minute); err != nil {
+		if err := Request(context.Background(), srv.Listener.Addr().String(), time.Minute); err != nil {
 			t.Fatalf("drain: %v", err)
 		}
 	}

@@ -10,10 +10,16 @@ import (
 	"time"
 )
 
-// Request asks the process whose ops listener is opsAddr (its OPS_ADDR,
-// such as ":9090") to drain, over loopback when the listener is bound to
-// every address, and waits for the answer, at most delay plus margin.
-func Request(ctx context.Context, opsAddr string, delay, margin time.Duration) error {
+// margin is how much longer than the drain delay Request waits for the
+// answer; the kubelet's grace period bounds the preStop hook anyway.
+const margin = 5 * time.Second
+
+// Request is the "drain" subcommand, the pod's preStop hook run inside the
+// container: it asks the process whose ops listener is opsAddr (its
+// OPS_ADDR, such as ":9090") to drain, over loopback when the listener is
+// bound to every address, and waits for the answer, which comes once delay
+// (its DRAIN_DELAY) has passed.
+func Request(ctx context.Context, opsAddr string, delay time.Duration) error {
 	target, err := localTarget(opsAddr)
 	if err != nil {
 		return err

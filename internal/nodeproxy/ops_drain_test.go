@@ -44,7 +44,7 @@ func TestDrainFailsReadinessWhileServing(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = predrain.Request(ctx, srv.Listener.Addr().String(), time.Hour, time.Minute) }()
+	go func() { _ = predrain.Request(ctx, srv.Listener.Addr().String(), time.Hour) }()
 	eventually(t, "/readyz fails once the drain begins", func() bool { return readyz() == http.StatusServiceUnavailable })
 	if !gate.Draining() {
 		t.Error("/readyz fails but no drain has begun")

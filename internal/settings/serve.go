@@ -11,13 +11,15 @@ import (
 // Serve is what every sandgate server does once its settings are loaded:
 // --help exits 0; a load or validation error is a usage error, exit 2;
 // otherwise serve runs with a JSON logger on stderr at logLevel (which
-// validate has checked) and its failure exits 1.
+// validate has checked), shared by client-go and the standard library's
+// loggers while it runs, and its failure exits 1.
 func Serve(name string, stderr io.Writer, loadErr error, validate func() error, logLevel string, serve func(*slog.Logger) error) int {
 	if code, ok := Loaded(name, stderr, loadErr, validate); !ok {
 		return code
 	}
 	level, _ := Level(logLevel)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	defer oneLogFormat(log)()
 	if err := serve(log); err != nil {
 		log.Error("exit", "error", err)
 		return 1
