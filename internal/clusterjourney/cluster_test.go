@@ -130,12 +130,14 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	}
 	cmd, stdout := startUp(t)
 	up := false
+	var said []string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), "cluster up in") {
 			up = true
 			break
 		}
+		said = append(said, sc.Text())
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -146,7 +148,7 @@ func TestKilledRunIsCleanedUp(t *testing.T) {
 	}()
 	_ = cmd.Wait()
 	if !up {
-		t.Fatalf("the cluster did not come up before it was killed")
+		t.Fatalf("the cluster did not come up before it was killed; it said:\n%s", strings.Join(said, "\n"))
 	}
 	out, err := exec.Command(filepath.Join(repoRoot(t), "bin", "sandgate-cluster"), "down").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "nothing of the cluster is left") {
