@@ -122,9 +122,9 @@ kind: Kustomization
 resources:
   - %s
 images:
-  - {name: sandgate/authapi, newName: %[2]s/authapi, newTag: %[3]s}
-  - {name: sandgate/nodeproxy, newName: %[2]s/nodeproxy, newTag: %[3]s}
-  - {name: dsh-web, newName: %[2]s/agent-standin, newTag: %[3]s}
+  - {name: sandgate/authapi, newName: %[2]s/authapi, newTag: %[3]q}
+  - {name: sandgate/nodeproxy, newName: %[2]s/nodeproxy, newTag: %[3]q}
+  - {name: dsh-web, newName: %[2]s/agent-standin, newTag: %[3]q}
 secretGenerator:
   - name: nodeproxy-tls
     namespace: %[5]s

@@ -28,13 +28,16 @@ func TestOverlayRendersTheShippedManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name string
-		idle time.Duration
-		want []string
-		not  []string
+		name    string
+		version string
+		idle    time.Duration
+		want    []string
+		not     []string
 	}{
-		{name: "shipped timings", want: []string{"IDLE_TIMEOUT: 15m"}},
-		{name: "short timings", idle: 40 * time.Second, want: []string{"IDLE_TIMEOUT: 40s", "REPORT_INTERVAL: 2s"}, not: []string{"IDLE_TIMEOUT: 15m"}},
+		{name: "shipped timings", version: "v9", want: []string{"IDLE_TIMEOUT: 15m"}},
+		{name: "short timings", version: "v9", idle: 40 * time.Second, want: []string{"IDLE_TIMEOUT: 40s", "REPORT_INTERVAL: 2s"}, not: []string{"IDLE_TIMEOUT: 15m"}},
+		// git describe of an untagged commit can be all digits, which YAML reads as a number
+		{name: "version of digits only", version: "6435819"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "overlay")
@@ -48,7 +51,7 @@ func TestOverlayRendersTheShippedManifests(t *testing.T) {
 			if err := writeHopKey(dir); err != nil {
 				t.Fatal(err)
 			}
-			o := Options{Manifests: manifests, Registry: "sandgate.local", Version: "v9", Hosts: hosts, IdleTimeout: tt.idle, ReportInterval: 2 * time.Second}
+			o := Options{Manifests: manifests, Registry: "sandgate.local", Version: tt.version, Hosts: hosts, IdleTimeout: tt.idle, ReportInterval: 2 * time.Second}
 			text, err := overlayText(dir, o)
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +73,7 @@ func TestOverlayRendersTheShippedManifests(t *testing.T) {
 				}
 			}
 			want := append([]string{
-				"image: sandgate.local/nodeproxy:v9", "image: sandgate.local/authapi:v9", "image: sandgate.local/agent-standin:v9",
+				"image: sandgate.local/nodeproxy:" + tt.version, "image: sandgate.local/authapi:" + tt.version, "image: sandgate.local/agent-standin:" + tt.version,
 				"name: nodeproxy-tls", "type: kubernetes.io/tls", "DSH_TRUSTED_HOSTS: 10.200.0.2,10.200.0.3,localhost",
 			}, tt.want...)
 			for _, w := range want {
