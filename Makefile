@@ -323,6 +323,6 @@ cluster-down: ## remove everything a killed `make cluster` left (processes, name
 	./bin/sandgate-cluster down
 
 .PHONY: e2e-cluster
-e2e-cluster: $(CLUSTER_DEPS) ## the user journey on a real 2-node cluster deployed from manifests/ (root, about 6 min)
+e2e-cluster: $(CLUSTER_DEPS) $(HELM_STAMP) ## the user journey on a real 2-node cluster deployed from manifests/, then the Helm chart on the same nodes (root, about 15 min)
 	$(GO) build -o bin/ ./cmd/sandgate-cluster
 	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m ./internal/clusterjourney

@@ -35,10 +35,19 @@ func TestJourney(t *testing.T) {
 	j.probeMatrix()
 	done()
 
+	done = j.step("egress: node proxies pointed at a provider stand-in on the host")
+	provider := j.startProviderStandin()
+	j.configureEgress(provider)
+	done()
+
 	a := j.signup(0, "alice")
 	pod := j.podNode(a)
 	other := 1 - pod
 	t.Logf("alice's pod runs on %s; %s hops to it", e.Nodes[pod], e.Nodes[other])
+
+	done = j.step("egress: the agent's model call carries the real key; a direct call is blocked")
+	j.egressCall(a, provider)
+	done()
 
 	done = j.step("agent page through the pod's node and through the hop")
 	for _, i := range []int{pod, other} {
@@ -112,6 +121,10 @@ func TestJourney(t *testing.T) {
 	resp, body = j.do(other, http.MethodDelete, "/users/alice", "", map[string]string{"Authorization": "Bearer " + a.token})
 	j.expect(resp, body, http.StatusNoContent, "delete")
 	j.waitGone(a)
+	done()
+
+	done = j.step("Helm: the chart installed in place of the kustomize objects, upgraded, uninstalled, nothing left")
+	j.helmLifecycle()
 	done()
 }
 
