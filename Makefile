@@ -263,7 +263,7 @@ $(AXE_STAMP):
 .PHONY: test
 test: controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
 	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
-	$(GO) test $(GOFLAGS_TEST) -count=1 ./...
+	$(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory bench-smoke
 	@echo ">> the journey on a real two-node cluster deployed from manifests/"

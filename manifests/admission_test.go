@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // authapiPolicy is the ValidatingAdmissionPolicy of manifests/admission.
@@ -35,11 +37,11 @@ const authapiPolicy = "sandgate-authapi-writes"
 // template to a privileged container.
 func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 	applyAuthAPIAdmission(t)
-	admin, err := sandboxapi.NewForConfig(cluster.AdminConfig())
+	admin, err := sandboxapi.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	authapi, err := sandboxapi.NewForConfig(asAuthAPI())
+	authapi, err := sandboxapi.NewForConfig(asAuthAPI(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,14 +181,12 @@ func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 // policy, which it loads asynchronously: until write is refused by it.
 func waitForPolicy(t *testing.T, write func() error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		last = write()
-		return refusedBy(last, authapiPolicy), nil
+	testkit.WithinNil(t, time.Minute, "the API server enforcing "+authapiPolicy, func() error {
+		if err := write(); !refusedBy(err, authapiPolicy) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("the API server never enforced %s: last answer %v", authapiPolicy, last)
-	}
 }
 
 // refusedBy reports whether err is a refusal by the named admission policy.
@@ -287,11 +287,11 @@ const podDeletesPolicy = "sandgate-authapi-pod-deletes"
 // owner and one without the user label are refused.
 func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 	applyAuthAPIAdmission(t)
-	admin, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	admin, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	authapi, err := kubernetes.NewForConfig(asAuthAPI())
+	authapi, err := kubernetes.NewForConfig(asAuthAPI(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,8 +373,8 @@ func applyAuthAPIAdmission(t *testing.T) {
 
 // asAuthAPI is the admin config impersonating the auth API's
 // ServiceAccount, with the groups the API server gives it.
-func asAuthAPI() *rest.Config {
-	c := rest.CopyConfig(cluster.AdminConfig())
+func asAuthAPI(t *testing.T) *rest.Config {
+	c := rest.CopyConfig(testkit.ControlPlane(t).AdminConfig())
 	c.Impersonate = rest.ImpersonationConfig{
 		UserName: authapiSA,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + sandboxNamespace, "system:authenticated"},

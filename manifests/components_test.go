@@ -1,7 +1,6 @@
 package manifests_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // exposureComponents are the exposure variants as kustomize Components,
@@ -61,40 +62,12 @@ func combinations() []combination {
 	return out
 }
 
-// overlay writes a kustomization into a new directory that lists the base
-// and the named Components, plus extra lines, and returns the directory.
-func overlay(t *testing.T, components []string, extra string) string {
-	t.Helper()
-	manifests, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, manifests)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\n", filepath.Join(rel, "base"))
-	if len(components) > 0 {
-		b.WriteString("components:\n")
-		for _, c := range components {
-			fmt.Fprintf(&b, "  - %s\n", filepath.Join(rel, "components", c))
-		}
-	}
-	b.WriteString(extra)
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // renderCombination renders c, cached under its name.
 func renderCombination(t *testing.T, c combination) []*unstructured.Unstructured {
 	t.Helper()
 	key := "combination " + c.name
 	if _, ok := renders.Load(key); !ok {
-		renders.LoadOrStore(key, kustomize(t, overlay(t, c.components, "")))
+		renders.LoadOrStore(key, kustomize(t, testkit.KustomizeOverlay(t, c.components, "")))
 	}
 	return build(t, key)
 }
@@ -230,7 +203,7 @@ func workloadConfigMaps(t *testing.T, objs []*unstructured.Unstructured) map[str
 // which changes the pod template and so rolls the pods.
 func TestConfigChangeRollsPods(t *testing.T) {
 	before := workloadConfigMaps(t, build(t, "."))
-	changed := kustomize(t, overlay(t, nil, `patches:
+	changed := kustomize(t, testkit.KustomizeOverlay(t, nil, `patches:
   - target: {kind: ConfigMap, name: authapi-config}
     patch: '[{"op": "replace", "path": "/data/IDLE_TIMEOUT", "value": "30m"}]'
   - target: {kind: ConfigMap, name: nodeproxy-config}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // noProviderKeysPolicy is the hardening Component's admission policy.
@@ -93,7 +95,7 @@ func TestHardeningKeepsProviderKeysOutOfSandboxes(t *testing.T) {
 			}
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	cs, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

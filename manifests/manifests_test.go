@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,13 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cluster *controlplane.ControlPlane
-
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // renders caches each kustomization's output: every test renders every
 // variant, and kubectl kustomize is the slow part.
@@ -74,7 +71,7 @@ type applier struct {
 
 func newApplier(t *testing.T) *applier {
 	t.Helper()
-	cfg := cluster.AdminConfig()
+	cfg := testkit.ControlPlane(t).AdminConfig()
 	// PodSecurity warns about the node proxy's hostPath by design.
 	cfg.WarningHandler = rest.NoWarnings{}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -121,17 +118,10 @@ func (a *applier) installMonitoringCRDs(t *testing.T) {
 		}
 		return true
 	}
-	for ctx := t.Context(); ; {
+	testkit.Eventually(t, "the API server serving monitoring.coreos.com/v1", func() bool {
 		a.mapper.Reset()
-		if served() {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the API server never served monitoring.coreos.com/v1")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return served()
+	})
 }
 
 func (a *applier) apply(t *testing.T, obj *unstructured.Unstructured, dryRun bool) error {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestPodSecurityAdmitsEveryWorkloadInItsNamespace applies each variant's
@@ -22,7 +24,7 @@ import (
 // can write sandboxes can run a privileged pod beside them.
 func TestPodSecurityAdmitsEveryWorkloadInItsNamespace(t *testing.T) {
 	a := newApplier(t)
-	cs, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	cs, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // claimCount is the quota resource that counts SandboxClaims, one per
@@ -57,11 +55,8 @@ func TestEveryVariantBoundsAccounts(t *testing.T) {
 // claim passes and the second is refused, so the resource name counts
 // SandboxClaims (a misspelt one would bound nothing).
 func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	cs, err := kubernetes.NewForConfig(cluster.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.NewNamespace(t)
+	ns, cs := n.Name, n.Kube
 	qs := quotas(t, build(t, "quota"))
 	if len(qs) != 1 {
 		t.Fatalf("manifests/quota renders %d ResourceQuotas, want 1", len(qs))
@@ -82,11 +77,7 @@ func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
 	if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sandboxapi.NewForConfig(cluster.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims := sb.SandboxClaims(ns)
+	claims := n.SB.SandboxClaims(ns)
 	for i, user := range []string{"first", "second"} {
 		c := &extensions.SandboxClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: "dsh-" + user, Namespace: ns},

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // The shipped namespaces and ServiceAccounts (manifests/namespace).
@@ -67,7 +69,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	cs, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/ssopreflight"
 	"github.com/sandgate/sandgate/internal/ssopreflight/preflighttest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestSSOPreflight applies the SSO variant to the real API server, once as
@@ -123,7 +124,7 @@ func TestSSOPreflight(t *testing.T) {
 		{name: "a node proxy believes the header", probe: believer.URL, check: ssopreflight.CheckHeader, reason: "is not stripped from untrusted peers"},
 	}
 
-	kube, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	kube, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestSSOPreflight(t *testing.T) {
 			if tc.breaks != nil {
 				objs = tc.breaks(objs, names["sandgate-node"])
 			}
-			if err := preflighttest.Apply(t.Context(), cluster.AdminConfig(), []string{names["sandgate-node"], names["sandgate"]}, objs); err != nil {
+			if err := preflighttest.Apply(t.Context(), testkit.ControlPlane(t).AdminConfig(), []string{names["sandgate-node"], names["sandgate"]}, objs); err != nil {
 				t.Fatal(err)
 			}
 			o := ssopreflight.Defaults()

@@ -2,10 +2,11 @@
 // and etcd with the simulated cluster (internal/sim): 100 concurrent
 // signups against the real auth API, the wake latency a request sees
 // beyond the simulated pod start delay, and how long after IDLE_TIMEOUT
-// the sweeper suspends an idle sandbox. It wires the platform as
-// cmd/authapi and cmd/nodeproxy do (auth API with a leader-elected
-// sweeper, a node proxy per simulated node with an activity reporter and
-// wake-on-connect), with admin credentials since RBAC is not measured.
+// the sweeper suspends an idle sandbox. It runs the shipped assemblies
+// (internal/authapid: the auth API with a leader-elected sweeper;
+// internal/nodeproxyd: a node proxy per simulated node with an activity
+// reporter and wake-on-connect), with admin credentials since RBAC is not
+// measured.
 package lifecycle
 
 import (
@@ -14,7 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,17 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/handshake"
-	"github.com/sandgate/sandgate/internal/informer"
-	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sim/cluster"
 	"github.com/sandgate/sandgate/internal/sim/controller"
-	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // Timings of the measured platform.
@@ -93,7 +89,7 @@ func start(ctx context.Context, cp *controlplane.ControlPlane, dir string, log *
 	if err := p.createPool(ctx); err != nil {
 		return p, err
 	}
-	if err := p.startAuth(ctx, cp, log); err != nil {
+	if err := p.startAuth(ctx, log); err != nil {
 		return p, err
 	}
 	saToken, err := cp.ServiceAccountToken(ctx, namespace, "nodeproxy", 3600, authapi.DefaultInternalAudience)
@@ -113,7 +109,7 @@ func start(ctx context.Context, cp *controlplane.ControlPlane, dir string, log *
 			return p, fmt.Errorf("listen on node %d: %w", i, err)
 		}
 		port = ln.Addr().(*net.TCPAddr).Port
-		if err := p.startProxy(ctx, fmt.Sprintf("%s-%d", namespace, i), ln, c, saToken, tokenFile, log); err != nil {
+		if err := p.startProxy(ctx, fmt.Sprintf("%s-%d", namespace, i), ln, c, tokenFile, log); err != nil {
 			return p, err
 		}
 	}
@@ -132,100 +128,61 @@ func (p *platform) createPool(ctx context.Context) error {
 	})
 }
 
-// startAuth runs one auth API replica with a sweeper.
-func (p *platform) startAuth(ctx context.Context, cp *controlplane.ControlPlane, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startAuth runs one auth API replica with a sweeper, the shipped
+// assembly with the bench's timings and no rate limit.
+func (p *platform) startAuth(ctx context.Context, log *slog.Logger) error {
+	c := authapid.Defaults()
+	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", "authapi-0"
+	c.Namespace, c.WarmPool, c.TrustedProxies = namespace, pool, "127.0.0.0/8"
+	c.AllowedServiceAccounts = "system:serviceaccount:" + namespace + ":nodeproxy"
+	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
+	c.WakeTimeout, c.IdleTimeout, c.ReportInterval = 30*time.Second, IdleTimeout, ReportInterval
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	auth, err := authapid.Assemble(c, authapid.Deps{Logger: log, Kube: p.kube, Sandboxes: p.sb})
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("assemble auth API: %w", err)
 	}
-	sw, err := sweeper.New(sweeper.Options{
-		Namespace: namespace, Sandboxes: p.sb.Sandboxes(namespace), Claims: p.sb.SandboxClaims(namespace),
-		Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity("authapi-0", ln.Addr().String()),
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		IdleTimeout: IdleTimeout, ReportInterval: ReportInterval, Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("build sweeper: %w", err)
-	}
-	auth, err := authapi.New(authapi.Options{
-		Kube: p.kube, Sandboxes: p.sb, Namespace: namespace, WarmPool: pool, WakeTimeout: 30 * time.Second,
-		AllowedServiceAccounts: []string{"system:serviceaccount:" + namespace + ":nodeproxy"},
-		TrustedProxies:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Activity:               sw, Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("build auth API: %w", err)
-	}
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	authDone, swDone := make(chan error, 1), make(chan error, 1)
-	go func() { authDone <- auth.Run(runCtx) }()
-	go func() { swDone <- sw.Run(runCtx) }()
-	srv := &http.Server{Handler: auth.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	p.stop = append(p.stop, func() { srv.Close(); stop(); <-authDone; <-swDone })
-	p.authURL = "http://" + ln.Addr().String()
+	p.run(ctx, auth.Run)
+	p.authURL = "http://" + auth.Addr()
 	return poll(ctx, 30*time.Second, func() (bool, error) { return auth.Ready(), nil })
 }
 
-// startProxy runs node's proxy on ln with wake-on-connect and activity reports.
-func (p *platform) startProxy(ctx context.Context, node string, ln net.Listener, c *cluster.Cluster, saToken, tokenFile string, log *slog.Logger) error {
-	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: p.authURL + "/.well-known/jwks.json"})
+// startProxy runs node's proxy on ln, the shipped assembly with the
+// bench's wake timeout and report interval.
+func (p *platform) startProxy(ctx context.Context, node string, ln net.Listener, c *cluster.Cluster, tokenFile string, log *slog.Logger) error {
+	cfg := nodeproxyd.Defaults()
+	cfg.NodeName, cfg.Namespace, cfg.ListenAddr, cfg.OpsAddr = node, namespace, ln.Addr().String(), "127.0.0.1:0"
+	cfg.AuthAPIURL, cfg.SATokenFile, cfg.LogRoot = p.authURL, tokenFile, c.Kubelet.LogRoot(node)
+	cfg.CookieSecure, cfg.AllowInsecure = false, true
+	cfg.WakeTimeout, cfg.ReportInterval, cfg.ShutdownTimeout = 30*time.Second, ReportInterval, time.Second
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("node proxy settings: %w", err)
+	}
+	d, err := nodeproxyd.Assemble(cfg, nodeproxyd.Deps{Logger: log, Listener: ln, Sources: nodeproxyd.Clients{Kube: p.kube, Sandboxes: p.sb}})
 	if err != nil {
-		return fmt.Errorf("build JWKS fetcher: %w", err)
+		return fmt.Errorf("assemble node proxy: %w", err)
 	}
-	ver, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience, Leeway: 5 * time.Second})
-	if err != nil {
-		return fmt.Errorf("build verifier: %w", err)
-	}
-	hs, err := handshake.New(handshake.Options{LogRoot: c.Kubelet.LogRoot(node)})
-	if err != nil {
-		return fmt.Errorf("build handshaker: %w", err)
-	}
-	idx, err := informer.New(informer.Options{
-		Namespace: namespace, NodeName: node,
-		Claims: p.sb.SandboxClaims(namespace), Sandboxes: p.sb.Sandboxes(namespace),
-		Pods: p.kube.CoreV1().Pods(namespace), Nodes: p.kube.CoreV1().Nodes(),
-		OnPodGone: hs.ForgetPod, OnUserGone: hs.ForgetUser,
-	})
-	if err != nil {
-		return fmt.Errorf("build index: %w", err)
-	}
-	tracker := activity.New(activity.Options{Quiet: ReportInterval})
-	rep, err := activity.NewReporter(activity.ReporterOptions{
-		Tracker: tracker, Node: node, URL: p.authURL + "/internal/v1/activity",
-		TokenFile: tokenFile, Interval: ReportInterval, Logger: log,
-	})
-	if err != nil {
-		return fmt.Errorf("build reporter: %w", err)
-	}
-	px, err := nodeproxy.New(nodeproxy.Options{
-		NodeName: node, Directory: idx, Verifier: ver, Handshaker: hs, Peers: idx,
-		AuthAPI: p.authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
-		Waiter: idx, WakeTimeout: 30 * time.Second, Activity: tracker, Namespace: namespace,
-		PeerPort: ln.Addr().(*net.TCPAddr).Port, Logger: log, DrainTimeout: time.Second,
-	})
-	if err != nil {
-		return fmt.Errorf("build node proxy: %w", err)
-	}
-	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 4)
-	for _, run := range []func() error{
-		func() error { return fetcher.Start(runCtx) },
-		func() error { return idx.Run(runCtx) },
-		func() error { return rep.Run(runCtx) },
-		func() error { return px.Serve(runCtx, ln) },
-	} {
-		go func() { done <- run() }()
-	}
-	p.stop = append(p.stop, func() {
-		stop()
-		for range 4 {
-			<-done
-		}
-		hs.Close()
-	})
+	p.run(ctx, d.Run)
 	p.proxies = append(p.proxies, ln.Addr().String())
-	return poll(ctx, 30*time.Second, func() (bool, error) { return idx.HasSynced() && fetcher.Ready(), nil })
+	return poll(ctx, 30*time.Second, func() (bool, error) { return ready(d.OpsAddr()), nil })
+}
+
+// run runs f until the platform closes.
+func (p *platform) run(ctx context.Context, f func(context.Context) error) {
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- f(runCtx) }()
+	p.stop = append(p.stop, func() { stop(); <-done })
+}
+
+// ready reports whether the ops listener at addr answers /readyz with 200.
+func ready(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // poll checks cond every 20ms until it holds, fails, or timeout passes.

@@ -12,13 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cluster *controlplane.ControlPlane
-
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // releaseLabels are the labels the chart sets where kustomize sets its
 // own, and the annotation it adds when settings change.
@@ -179,7 +176,7 @@ func field(v any, path []string) any {
 func TestChartAppliesByDryRun(t *testing.T) {
 	kubectl, helm := kubectlPath(t), helmPath(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := cluster.WriteAdminKubeconfig(kubeconfig); err != nil {
+	if err := testkit.ControlPlane(t).WriteAdminKubeconfig(kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	sets := [][]string{customValues}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // exposures are the chart's exposure values; every one but nodeport is a
@@ -100,24 +101,7 @@ func runStdin(name string, stdin []byte, args ...string) ([]byte, error) {
 // overlay in a temporary directory.
 func kustomize(t *testing.T, kubectl string, components []string) []*unstructured.Unstructured {
 	t.Helper()
-	manifests, err := filepath.Abs(filepath.Join("..", "..", "manifests"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	rel, err := filepath.Rel(dir, manifests)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\ncomponents:\n", filepath.Join(rel, "base"))
-	for _, c := range components {
-		fmt.Fprintf(&b, "  - %s\n", filepath.Join(rel, "components", c))
-	}
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return decode(t, run(t, kubectl, "kustomize", dir))
+	return decode(t, run(t, kubectl, "kustomize", testkit.KustomizeOverlay(t, components, "")))
 }
 
 // helmTemplate renders the chart with --set values.

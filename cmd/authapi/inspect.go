@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
@@ -33,8 +34,8 @@ user's claim). Exits 0 only for a valid token, 1 otherwise, 2 on usage errors.
 
 // inspect runs `authapi jwt inspect`.
 func inspect(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	d := defaults()
-	for _, s := range d.settings() { // the environment's names and values apply here too
+	d := authapid.Defaults()
+	for _, s := range d.Settings() { // the environment's names and values apply here too
 		switch s.Env {
 		case "ISSUER", "AUDIENCE", "NAMESPACE", "CLAIM_PREFIX", "COOKIE_MAX_AGE":
 			if v := getenv(s.Env); v != "" {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -57,8 +58,8 @@ func TestHelpListsEverySetting(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help exits %d", code)
 	}
-	d := defaults()
-	for _, s := range d.settings() {
+	d := authapid.Defaults()
+	for _, s := range d.Settings() {
 		if !strings.Contains(out, "--"+s.Flag+" ["+s.Env+"]") {
 			t.Errorf("--help lacks --%s [%s]", s.Flag, s.Env)
 		}
@@ -69,27 +70,6 @@ func TestHelpListsEverySetting(t *testing.T) {
 	code, _, errOut := runCmd(t, []string{"jwt", "inspect", "--help"}, nil, "")
 	if code != 0 || !strings.Contains(errOut, "--jwks-url") || !strings.Contains(errOut, "revoked") {
 		t.Errorf("jwt inspect --help: %d %s", code, errOut)
-	}
-}
-
-func TestEnvironmentThenFlags(t *testing.T) {
-	c, err := load([]string{"--namespace", "from-flag", "--wake-timeout=2m"}, env(map[string]string{
-		"NAMESPACE": "from-env", "WAKE_TIMEOUT": "30", "COOKIE_MAX_AGE": "3600", "AUTH_RATE_WINDOW": "1.5",
-		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1",
-	}), &bytes.Buffer{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Namespace != "from-flag" || c.WakeTimeout != 2*time.Minute || c.CookieMaxAge != time.Hour || c.RateWindow != 1500*time.Millisecond ||
-		c.CookieSecure || !c.AllowInsecure {
-		t.Errorf("config %+v", c)
-	}
-	if err := c.validate(); err != nil {
-		t.Errorf("valid config refused: %v", err)
-	}
-	p, _ := c.trustedProxies()
-	if len(p) != 2 || p[1].String() != "192.0.2.1/32" {
-		t.Errorf("trusted proxies %v", p)
 	}
 }
 
@@ -110,17 +90,6 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	if strings.Contains(errOut, `"a"`) {
 		t.Error("validation output shows the invite code")
-	}
-}
-
-func TestInsecureCookiesNeedTheDemoSwitch(t *testing.T) {
-	c, _ := load(nil, env(map[string]string{"COOKIE_SECURE": "false"}), &bytes.Buffer{})
-	if err := c.validate(); err == nil || !strings.Contains(err.Error(), "ALLOW_INSECURE_COOKIES") {
-		t.Errorf("COOKIE_SECURE=false alone: %v", err)
-	}
-	c, _ = load([]string{"--allow-insecure-cookies"}, env(map[string]string{"COOKIE_SECURE": "false"}), &bytes.Buffer{})
-	if err := c.validate(); err != nil {
-		t.Errorf("with the switch: %v", err)
 	}
 }
 

@@ -41,6 +41,13 @@ type errStatus struct {
 
 func (e *errStatus) Error() string { return fmt.Sprintf("auth API answered %d", e.code) }
 
+// Sender posts one encoded report to the auth API and returns the status
+// it answered; an error means no answer. The node proxy's auth API client
+// implements it.
+type Sender interface {
+	PostReport(ctx context.Context, body []byte) (status int, err error)
+}
+
 // ReporterOptions configures a Reporter; main fills it from flags and
 // environment.
 type ReporterOptions struct {
@@ -48,7 +55,11 @@ type ReporterOptions struct {
 	Tracker *Tracker
 	// Node is this node's name (the downward API's spec.nodeName). Required.
 	Node string
-	// URL is the auth API's report endpoint (http or https). Required.
+	// Sender sends the reports. When nil, they are posted to URL with
+	// TokenFile's token by Client.
+	Sender Sender
+	// URL is the auth API's report endpoint (http or https). Required
+	// without a Sender.
 	URL string
 	// TokenFile holds the projected ServiceAccount token sent as a bearer
 	// token. It is read for every attempt because the kubelet rotates it;
@@ -63,8 +74,8 @@ type ReporterOptions struct {
 	Attempts int
 	// Timeout bounds one attempt; zero means min(5s, Interval/2).
 	Timeout time.Duration
-	// Client sends the reports (main sets its TLS roots); nil uses a
-	// client of its own, built once.
+	// Client posts the reports without a Sender (main sets its TLS
+	// roots); nil uses a client of its own, built once.
 	Client *http.Client
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
@@ -83,7 +94,7 @@ func (o ReporterOptions) Validate() error {
 	if len(validation.IsDNS1123Subdomain(o.Node)) > 0 {
 		errs = append(errs, fmt.Errorf("node name %q is not a DNS subdomain", o.Node))
 	}
-	if u, err := url.Parse(o.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(o.URL); o.Sender == nil && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
 		errs = append(errs, fmt.Errorf("report URL %q is not an http(s) URL", o.URL))
 	}
 	for _, d := range []struct {
@@ -113,7 +124,7 @@ func (o ReporterOptions) withDefaults() ReporterOptions {
 	if o.Timeout == 0 {
 		o.Timeout = min(defaultAttemptTimeout, o.Interval/2)
 	}
-	if o.Client == nil {
+	if o.Client == nil && o.Sender == nil {
 		o.Client = &http.Client{Transport: &http.Transport{
 			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * o.Interval,
 			TLSHandshakeTimeout: o.Timeout, ResponseHeaderTimeout: o.Timeout,
@@ -142,11 +153,14 @@ func NewReporter(o ReporterOptions) (*Reporter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("reporter options: %w", err)
 	}
-	own := o.Client == nil
+	own := o.Client == nil && o.Sender == nil
 	o = o.withDefaults()
 	m, err := newReporterMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
+	}
+	if o.Sender == nil {
+		o.Sender = &httpSender{url: o.URL, tokenFile: o.TokenFile, client: o.Client}
 	}
 	return &Reporter{opts: o, log: o.Logger.With("component", "activity_reporter"), m: m, ownClient: own}, nil
 }
@@ -226,25 +240,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (r *Reporter) post(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.opts.URL, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("build report request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if r.opts.TokenFile != "" {
-		tok, err := os.ReadFile(r.opts.TokenFile)
-		if err != nil {
-			return fmt.Errorf("read service account token: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	}
-	resp, err := r.opts.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("post report: %w", err)
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	switch c := resp.StatusCode; {
+	c, err := r.opts.Sender.PostReport(ctx, body)
+	switch {
+	case err != nil:
+		return err
 	case c >= 200 && c < 300:
 		return nil
 	case c == http.StatusUnauthorized, c == http.StatusTooManyRequests, c >= 500:
@@ -252,4 +251,34 @@ func (r *Reporter) post(ctx context.Context, body []byte) error {
 	default:
 		return &errStatus{code: c}
 	}
+}
+
+// httpSender posts reports to url with the token in tokenFile, read for
+// every attempt because the kubelet rotates it.
+type httpSender struct {
+	url       string
+	tokenFile string
+	client    *http.Client
+}
+
+func (s *httpSender) PostReport(ctx context.Context, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("build report request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.tokenFile != "" {
+		tok, err := os.ReadFile(s.tokenFile)
+		if err != nil {
+			return 0, fmt.Errorf("read service account token: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("post report: %w", err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }

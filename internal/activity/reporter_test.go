@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // received is one request the fake auth API got.
@@ -96,13 +98,7 @@ func TestReporterPostsTrackerTable(t *testing.T) {
 
 func next(t *testing.T, ch <-chan received) received {
 	t.Helper()
-	select {
-	case r := <-ch:
-		return r
-	case <-time.After(5 * time.Second):
-		t.Fatal("no report within 5s")
-		return received{}
-	}
+	return testkit.Receive(t, "a report", ch)
 }
 
 // fakeAPI is an in-memory auth API that answers with scripted statuses.
@@ -247,4 +243,33 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// senderFunc is a Sender stand-in.
+type senderFunc func(ctx context.Context, body []byte) (int, error)
+
+func (f senderFunc) PostReport(ctx context.Context, body []byte) (int, error) { return f(ctx, body) }
+
+// TestReporterSender: with a Sender, reports go through it (no URL
+// needed), and its statuses drive the retries as an HTTP answer's do.
+func TestReporterSender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{})
+		var bodies []string
+		statuses := []int{503, 204}
+		r, err := NewReporter(ReporterOptions{Tracker: tr, Node: "node-1", Interval: 10 * time.Second,
+			Sender: senderFunc(func(_ context.Context, body []byte) (int, error) {
+				bodies = append(bodies, string(body))
+				return statuses[len(bodies)-1], nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Send(t.Context()); err != nil {
+			t.Errorf("Send = %v, want nil", err)
+		}
+		if len(bodies) != 2 || !strings.Contains(bodies[0], `"node":"node-1"`) {
+			t.Errorf("sent %q, want the report twice", bodies)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package authapi
 
 import (
-	"bufio"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -9,26 +8,20 @@ import (
 	"testing"
 
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // auditLines parses the audit events in buf, failing on any line that is
 // not JSON or not marked log=audit.
 func auditLines(t *testing.T, buf *logbuf.Buffer) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(buf.String()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("audit line is not JSON: %q", sc.Text())
-		}
+	lines := testkit.JSONLines(t, buf.String())
+	for _, line := range lines {
 		if line["log"] != "audit" || line["msg"] != "audit" {
 			t.Fatalf("line on the audit stream is not an audit event: %v", line)
 		}
-		out = append(out, line)
 	}
-	return out
+	return lines
 }
 
 // auditStep is one account action and the one audit event it must write.

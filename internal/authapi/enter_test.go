@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -116,7 +117,8 @@ func TestEntryCodeRedeemedOnceAcrossReplicas(t *testing.T) {
 func TestEntryRules(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
-	in := e.start(t, func(o *Options) { subdomain(o); o.EntryCodeTTL = time.Second })
+	clock := testkit.NewOffsetClock()
+	in := e.start(t, func(o *Options) { subdomain(o); o.EntryCodeTTL, o.Now = time.Second, clock.Now })
 	_, ck := in.signupJSON(t, "alice")
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(in.http.URL, "http://"))
@@ -151,9 +153,9 @@ func TestEntryRules(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		name   string
-		origin string
-		wait   time.Duration
+		name    string
+		origin  string
+		advance time.Duration
 	}{
 		{"other origin", "http://alice.u.example.test:1", 0},
 		{"other user's origin", "http://bob.u.example.test:" + port, 0},
@@ -161,7 +163,7 @@ func TestEntryRules(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			u := entry(t, in, ck, "alice", "/")
-			time.Sleep(tt.wait)
+			clock.Advance(tt.advance)
 			resp, body := in.do(t, req{method: "POST", path: redeemPath, json: redeemBody(u.Query().Get("code"), tt.origin), header: proxy})
 			if resp.StatusCode != http.StatusForbidden {
 				t.Errorf("%d %s, want 403", resp.StatusCode, body)

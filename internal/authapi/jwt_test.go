@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func seg(v any) string {
@@ -64,7 +65,7 @@ func (e *env) ringOf(t *testing.T) *jwt.KeyRing {
 func TestRejectedTokenVariants(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
-	clock := &fakeClock{}
+	clock := testkit.NewOffsetClock()
 	in := e.start(t, func(o *Options) { o.Now = clock.Now })
 	_, ck := in.signupJSON(t, "alice")
 	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")

@@ -1,8 +1,10 @@
 package authapi
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestRacingReplicasCreateOneSecret(t *testing.T) {
@@ -30,9 +33,7 @@ func TestRacingReplicasCreateOneSecret(t *testing.T) {
 	}
 	want := list.Items[0].ResourceVersion
 	for i, in := range ins {
-		if !eventually(5*time.Second, func() bool { return in.srv.keys.current().version == want }) {
-			t.Errorf("replica %d loaded version %s, want %s", i, in.srv.keys.current().version, want)
-		}
+		testkit.Eventually(t, fmt.Sprintf("replica %d loaded version %s", i, want), func() bool { return in.srv.keys.current().version == want })
 	}
 }
 
@@ -53,7 +54,7 @@ func TestEmptySecretFromTheManifestsIsFilled(t *testing.T) {
 // on a fake clock against the real Secret.
 func TestKeyStoreStagesPublishesActivatesAndPrunes(t *testing.T) {
 	e := newEnv(t)
-	clock := &fakeClock{}
+	clock := testkit.NewOffsetClock()
 	o := e.options()
 	o.Now = clock.Now
 	o.Logger = slog.New(slog.DiscardHandler)
@@ -115,22 +116,30 @@ func TestKeyStoreStagesPublishesActivatesAndPrunes(t *testing.T) {
 	}
 }
 
-// TestRotationLogsNobodyOut: with rotations every second and 4-second
-// tokens, a client that renews as a node proxy does (under half the
-// lifetime left) is accepted by a JWKS-only verifier at every step.
+// TestRotationLogsNobodyOut: with rotations every minute and 4-minute
+// tokens, on a clock both replicas and the node proxy view share, a client
+// that renews as a node proxy does (under half the lifetime left) is
+// accepted by a JWKS-only verifier at every step of eight rotations.
 func TestRotationLogsNobodyOut(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
-	const ttl = 4 * time.Second
+	const (
+		ttl      = 4 * time.Minute
+		rotation = time.Minute
+		step     = rotation / 5
+	)
+	clock := testkit.NewOffsetClock()
 	edit := func(o *Options) {
 		o.SessionTTL = ttl
-		o.KeyRotationInterval = time.Second
-		o.KeyPublishDelay = 300 * time.Millisecond
+		o.KeyRotationInterval = rotation
+		o.KeyPublishDelay = 18 * time.Second
+		o.Now = clock.Now
 	}
 	a := e.start(t, edit)
 	b := e.start(t, edit) // a second replica rotates too; they must not fight
+	replicas := []*instance{a, b}
 	_, ck := a.signupJSON(t, "alice")
-	pv := e.proxyView(t, b.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyViewAt(t, b.http.URL+"/.well-known/jwks.json", clock.Now)
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}
 
 	tok := ck.Value
@@ -142,8 +151,8 @@ func TestRotationLogsNobodyOut(t *testing.T) {
 		c, _ := pv.verifier.Verify(tok)
 		d, _ := jwt.Decode(tok)
 		kids[d.KID] = true
-		if time.Until(c.Expiry) < ttl/2 {
-			in := []*instance{a, b}[i%2]
+		if c.Expiry.Sub(clock.Now()) < ttl/2 {
+			in := replicas[i%2]
 			resp, body := in.do(t, req{method: "POST", path: renewPath, json: `{"token":"` + tok + `"}`, header: proxy})
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("step %d: renew: %d %s", i, resp.StatusCode, body)
@@ -152,15 +161,38 @@ func TestRotationLogsNobodyOut(t *testing.T) {
 			mustJSON(t, body, &out)
 			tok = out.Token
 		}
-		time.Sleep(200 * time.Millisecond)
+		clock.Advance(step)
+		for _, in := range []*instance{replicas[i%2], replicas[1-i%2]} {
+			if err := in.srv.keys.maybeRotate(t.Context()); err != nil {
+				t.Fatalf("step %d: rotate: %v", i, err)
+			}
+		}
+		e.keysSeen(t, replicas...)
 	}
 	if len(kids) < 3 {
-		t.Errorf("tokens were signed by %d keys in 8 s of 1 s rotations", len(kids))
+		t.Errorf("tokens were signed by %d keys in eight rotations", len(kids))
 	}
-	// Two replicas rotating every second staged about one key per second,
+	// Two replicas rotating on the same clock staged one key per interval,
 	// not one each.
 	if n := len(e.ringOf(t).Keys()); n > 12 {
-		t.Errorf("%d keys after ~9 rotation intervals: replicas rotated twice", n)
+		t.Errorf("%d keys after eight rotation intervals: replicas rotated twice", n)
+	}
+}
+
+// keysSeen waits until every replica has installed the signing Secret as
+// the API server holds it now (or a later version).
+func (e *env) keysSeen(t *testing.T, replicas ...*instance) {
+	t.Helper()
+	sec, err := e.kube.CoreV1().Secrets(e.ns).Get(t.Context(), DefaultSigningSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := strconv.ParseUint(sec.ResourceVersion, 10, 64)
+	for i, in := range replicas {
+		testkit.Eventually(t, fmt.Sprintf("replica %d installed signing keys version %s", i, sec.ResourceVersion), func() bool {
+			got, _ := strconv.ParseUint(in.srv.keys.current().version, 10, 64)
+			return got >= want
+		})
 	}
 }
 

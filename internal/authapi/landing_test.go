@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // checkPage asserts the page rules: HTML, strict CSP admitting exactly the
@@ -92,9 +93,7 @@ func TestLandingPageShowsSandboxState(t *testing.T) {
 		}
 	}
 
-	if !eventually(10*time.Second, func() bool { s, _ = state(); return s == StateReady }) {
-		t.Fatalf("adopted claim shows %q", s)
-	}
+	testkit.Eventually(t, "adopted claim shows "+StateReady, func() bool { s, _ = state(); return s == StateReady })
 	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +104,7 @@ func TestLandingPageShowsSandboxState(t *testing.T) {
 	if _, err := e.sb.Sandboxes(e.ns).Patch(t.Context(), c.Status.Sandbox.Name, types.MergePatchType, suspend, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(10*time.Second, func() bool { s, _ = state(); return s == StateSuspended }) {
-		t.Errorf("suspended sandbox shows %q", s)
-	}
+	testkit.Eventually(t, "suspended sandbox shows "+StateSuspended, func() bool { s, _ = state(); return s == StateSuspended })
 }
 
 func TestConfirmationPages(t *testing.T) {

@@ -8,11 +8,12 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const (
@@ -47,7 +48,7 @@ func (c *countingReviewer) reviews() int {
 	return c.count
 }
 
-func newTestGuard(clock *stepClock) (*guard, *countingReviewer) {
+func newTestGuard(clock *testkit.Clock) (*guard, *countingReviewer) {
 	o := Options{
 		Kube:                   fake.NewClientset(),
 		AllowedServiceAccounts: []string{proxyAccount},
@@ -89,7 +90,7 @@ func TestFailedInternalAuthIsRateLimited(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g, fr := newTestGuard(&stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)})
+			g, fr := newTestGuard(testkit.NewClock(testkit.Epoch))
 			limited := 0
 			for i := range 200 {
 				peer, xff := tc.peer(i)
@@ -112,7 +113,7 @@ func TestFailedInternalAuthIsRateLimited(t *testing.T) {
 }
 
 func TestFailedTokenIsReviewedOncePerTTL(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(testkit.Epoch)
 	g, fr := newTestGuard(clock)
 	for range 50 {
 		if err := internalCall(g, "203.0.113.5", "", "same-bad-token"); !errors.Is(err, ErrCallerUnauthenticated) {
@@ -127,7 +128,7 @@ func TestFailedTokenIsReviewedOncePerTTL(t *testing.T) {
 // TestKnownGoodTokenPassesAnExhaustedBudget: an attack that spends every
 // review budget does not lock out a node proxy whose token passed before.
 func TestKnownGoodTokenPassesAnExhaustedBudget(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(testkit.Epoch)
 	g, fr := newTestGuard(clock)
 	const proxy = "10.2.0.7"
 	if err := internalCall(g, proxy, "", goodInternalToken); err != nil {

@@ -1,12 +1,12 @@
 package authapi
 
 import (
-	"bufio"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestLogsHoldNoSecrets runs every flow that handles a secret and then
@@ -50,13 +50,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		}
 	}
 	requests := 0
-	sc := bufio.NewScanner(strings.NewReader(logs))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("log line is not JSON: %q", sc.Text())
-		}
+	for _, line := range testkit.JSONLines(t, logs) {
 		if line["msg"] == "request" {
 			requests++
 			for _, k := range []string{"route", "method", "path", "status", "duration_ms", "client"} {

@@ -2,29 +2,24 @@ package authapi
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sandgate/sandgate/internal/account"
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
@@ -32,47 +27,10 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	simcluster "github.com/sandgate/sandgate/internal/sim/cluster"
 	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cluster *controlplane.ControlPlane
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if fuzzOnly() {
-		os.Exit(m.Run()) // fuzz targets need no API server
-	}
-	code := clustertest.Main(m, &cluster)
-	if code == 0 {
-		if err := goleak.Find(
-			// client-go keeps idle connections to the API server in its
-			// shared transport cache, and klog runs a flush daemon.
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-			// The simulated kubelet's fasthttp client keeps process-wide cleaners.
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-			goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// fuzzOnly reports whether this process needs no API server: a fuzz
-// worker, a fuzz run that selects no tests, or a listing (as `make fuzz`
-// does both).
-func fuzzOnly() bool {
-	get := func(name string) string {
-		if f := flag.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	return get("test.fuzzworker") == "true" || get("test.list") != "" || (get("test.fuzz") != "" && get("test.run") == "^$")
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // env is one test's namespace on the shared API server, with admin clients.
 type env struct {
@@ -84,17 +42,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	cfg := cluster.AdminConfig()
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := clustertest.Namespace(t, cluster)
-	return &env{ns: ns, kube: kube, sb: sb, claims: sb.SandboxClaims(ns)}
+	n := testkit.NewNamespace(t)
+	return &env{ns: n.Name, kube: n.Kube, sb: n.SB, claims: n.SB.SandboxClaims(n.Name)}
 }
 
 // options are the test defaults: plain HTTP cookies, no rate limit, short
@@ -133,16 +82,9 @@ func (e *env) start(t *testing.T, edit func(*Options)) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &instance{srv: srv, cancel: cancel, done: make(chan error, 1), logs: logs}
 	go func() { in.done <- srv.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for !srv.Ready() {
-		if time.Now().After(deadline) {
-			in.stop()
-			t.Fatal("auth API not ready within 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	in.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(in.stop)
+	testkit.Eventually(t, "auth API ready", srv.Ready)
+	in.http = httptest.NewServer(srv.Handler())
 	return in
 }
 
@@ -248,7 +190,7 @@ func (e *env) runCluster(t *testing.T, spares int32, delays controller.Delays) {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := simcluster.Start(t.Context(), simcluster.Options{
-		Config: cluster.AdminConfig(), Name: e.ns, Namespaces: []string{e.ns}, Nodes: 1,
+		Config: testkit.ControlPlane(t).AdminConfig(), Name: e.ns, Namespaces: []string{e.ns}, Nodes: 1,
 		LogDir: filepath.Join(dir, "logs"), DataDir: filepath.Join(dir, "data"), Delays: delays,
 	})
 	if err != nil {
@@ -288,10 +230,17 @@ func (e *env) warm(t *testing.T) { e.runCluster(t, 2, controller.Delays{}) }
 type proxyView struct {
 	verifier *jwt.Verifier
 	store    cache.Store
+	claims   *sandboxapi.SandboxClaimClient
 	ns       string
 }
 
 func (e *env) proxyView(t *testing.T, jwksURL string) *proxyView {
+	t.Helper()
+	return e.proxyViewAt(t, jwksURL, time.Now)
+}
+
+// proxyViewAt is proxyView on the clock now.
+func (e *env) proxyViewAt(t *testing.T, jwksURL string, now func() time.Time) *proxyView {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -299,12 +248,12 @@ func (e *env) proxyView(t *testing.T, jwksURL string) *proxyView {
 		cancel()
 		wg.Wait()
 	})
-	f, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: jwksURL, MinRefreshInterval: 100 * time.Millisecond})
+	f, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: jwksURL, MinRefreshInterval: 100 * time.Millisecond, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wg.Go(func() { _ = f.Start(ctx) })
-	v, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: f, Issuer: DefaultIssuer, Audience: DefaultAudience, Leeway: 5 * time.Second, CacheSize: -1})
+	v, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: f, Issuer: DefaultIssuer, Audience: DefaultAudience, Leeway: 5 * time.Second, CacheSize: -1, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +264,7 @@ func (e *env) proxyView(t *testing.T, jwksURL string) *proxyView {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("proxy informer did not sync")
 	}
-	return &proxyView{verifier: v, store: inf.GetStore(), ns: e.ns}
+	return &proxyView{verifier: v, store: inf.GetStore(), claims: e.claims, ns: e.ns}
 }
 
 // accepts reports whether a node proxy would accept token for user.
@@ -336,18 +285,4 @@ func (p *proxyView) accepts(token string) error {
 		return fmt.Errorf("revoked")
 	}
 	return nil
-}
-
-// eventually polls cond every 20ms until it holds or within passes.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

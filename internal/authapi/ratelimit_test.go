@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestClientAddr(t *testing.T) {
@@ -45,12 +47,6 @@ func TestClientAddr(t *testing.T) {
 		})
 	}
 }
-
-// stepClock is a clock that moves only when told.
-type stepClock struct{ t time.Time }
-
-func (c *stepClock) Now() time.Time          { return c.t }
-func (c *stepClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 
 // limiterStep is one request in a limiter rule: advance the clock, then a
 // request from client, which must be allowed or not.
@@ -89,7 +85,7 @@ func TestLimiterRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+			clock := testkit.NewClock(testkit.Epoch)
 			l := newLimiter(tc.limit, time.Minute, clock.Now)
 			l.maxKeys = tc.maxKeys
 			for i, st := range tc.steps {
@@ -106,7 +102,7 @@ func TestLimiterRules(t *testing.T) {
 }
 
 func TestLimiterForgetsEndedWindows(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(testkit.Epoch)
 	l := newLimiter(1, time.Minute, clock.Now)
 	for _, c := range []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"} {
 		l.allow(netip.MustParseAddr(c))
@@ -119,7 +115,7 @@ func TestLimiterForgetsEndedWindows(t *testing.T) {
 }
 
 func TestLimiterRetryAfter(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(testkit.Epoch)
 	l := newLimiter(1, time.Minute, clock.Now)
 	a := netip.MustParseAddr("192.0.2.1")
 	l.allow(a)
@@ -130,7 +126,7 @@ func TestLimiterRetryAfter(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	clock := &stepClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(testkit.Epoch)
 	var b budget
 	for i, want := range []bool{true, true, false} {
 		if ok, _ := b.take(clock.Now(), 2, time.Minute); ok != want {

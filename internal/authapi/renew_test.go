@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const renewPath = "/internal/v1/sessions/renew"
@@ -14,7 +16,7 @@ const renewPath = "/internal/v1/sessions/renew"
 // saToken returns a token of ServiceAccount ns/name bound to audiences.
 func saToken(t *testing.T, ns, name string, audiences ...string) string {
 	t.Helper()
-	tok, err := cluster.ServiceAccountToken(t.Context(), ns, name, 3600, audiences...)
+	tok, err := testkit.ControlPlane(t).ServiceAccountToken(t.Context(), ns, name, 3600, audiences...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func TestInternalRoutesAdmitOnlyAllowedServiceAccounts(t *testing.T) {
 func TestRenewal(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
-	clock := &fakeClock{}
+	clock := testkit.NewOffsetClock()
 	in := e.start(t, func(o *Options) { o.Now = clock.Now })
 	token, ck := in.signupJSON(t, "alice")
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}

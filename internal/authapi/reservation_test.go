@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // holdFinalizer keeps a claim being deleted in the API server until the
@@ -36,12 +37,10 @@ func TestSignupRefusesANameAReservationHolds(t *testing.T) {
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("signup of a reserved name: %d %s, want 409", resp.StatusCode, body)
 	}
-	if !eventually(5*time.Second, func() bool {
+	testkit.Eventually(t, "the refused signup's claim gone", func() bool {
 		_, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
-	}) {
-		t.Error("the refused signup left its claim")
-	}
+	})
 	in.signupJSON(t, "bob")
 }
 
@@ -79,12 +78,10 @@ func TestRecreateHoldsTheNameAgainstSignups(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- result{resp.StatusCode, string(b)}
 	}()
-	if !eventually(20*time.Second, func() bool {
+	testkit.Eventually(t, "recreate deleting the old claim", func() bool {
 		c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 		return err == nil && c.DeletionTimestamp != nil
-	}) {
-		t.Fatal("recreate did not delete the old claim")
-	}
+	})
 	if _, err := e.kube.CoordinationV1().Leases(e.ns).Get(t.Context(), in.srv.reserved.name("alice"), metav1.GetOptions{}); err != nil {
 		t.Fatalf("no reservation while the old claim is being deleted: %v", err)
 	}
@@ -136,7 +133,7 @@ func TestRecreateHoldsTheNameAgainstSignups(t *testing.T) {
 // refuses the recreate.
 func TestReservationLeftByADeadRecreateExpires(t *testing.T) {
 	e := newEnv(t)
-	clock := &fakeClock{}
+	clock := testkit.NewOffsetClock()
 	r := newReservations(Options{Kube: e.kube, Namespace: e.ns, ClaimPrefix: DefaultClaimPrefix, Now: clock.Now})
 	ctx := context.Background()
 	first, err := r.reserve(ctx, "alice")

@@ -135,12 +135,12 @@ func (s *Server) checkInvite(field, header string) error {
 }
 
 // proxyUser returns the user an SSO proxy asserts in AUTH_PROXY_HEADER, when
-// that is configured, mapped by SSOUserName.
+// that is configured, mapped by account.SSOUserName.
 func (s *Server) proxyUser(r *http.Request) (string, bool) {
 	if s.opts.AuthProxyHeader == "" {
 		return "", false
 	}
-	return SSOUserName(r.Header.Get(s.opts.AuthProxyHeader))
+	return account.SSOUserName(r.Header.Get(s.opts.AuthProxyHeader))
 }
 
 // newBearerToken returns 32 random bytes, base64url.

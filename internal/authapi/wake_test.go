@@ -18,6 +18,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const (
@@ -29,15 +30,13 @@ const (
 func (e *env) boundSandbox(t *testing.T, claim string) string {
 	t.Helper()
 	var sb string
-	if !eventually(20*time.Second, func() bool {
+	testkit.Eventually(t, "claim "+claim+" bound", func() bool {
 		c, err := e.claims.Get(t.Context(), claim, metav1.GetOptions{})
 		if err == nil {
 			sb = sandboxOf(c)
 		}
 		return sb != ""
-	}) {
-		t.Fatalf("claim %s not bound", claim)
-	}
+	})
 	return sb
 }
 

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,14 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
-	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/logbuf"
-	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/controller"
@@ -51,7 +47,7 @@ const userDomain = "u.example.test"
 const sessionTTL = 3 * time.Second
 
 // verifierLeeway is the node proxies' clock leeway on token expiry.
-const verifierLeeway = time.Second
+const verifierLeeway = nodeproxyd.SessionLeeway
 
 // Idle suspend and wake timings. The sweeper runs only while a flow asks
 // for it (platform.sweep), so the short idle timeout cannot suspend an
@@ -82,18 +78,20 @@ type platform struct {
 	logs    *logbuf.Buffer
 }
 
-// platformNode is one node's proxy and the informer index it routes and
-// holds requests with.
+// platformNode is one node's proxy: its addresses, the informer index it
+// routes and holds requests with, and its metrics.
 type platformNode struct {
 	name string
 	addr string // host:port on 127.0.1.<n>
+	ops  string // its ops listener
 	idx  *informer.Index
-	px   *nodeproxy.Proxy
 	reg  *prometheus.Registry
 }
 
 // startPlatform starts the platform in routing mode with the sweeper
-// stopped (see sweep); everything stops when t ends.
+// stopped (see sweep); everything stops when t ends. The auth API and the
+// node proxies are the shipped assemblies, configured as the manifests
+// configure them but for the short timings above.
 func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	t.Helper()
 	cp := controlPlane(t)
@@ -103,44 +101,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	})
 	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	authLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	authURL := "http://" + authLn.Addr().String()
-	if p.sweeper, err = sweeper.New(sweeper.Options{
-		Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
-		Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity("authapi-0", authLn.Addr().String()),
-		LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-		IdleTimeout: idleTimeout, ReportInterval: reportInterval,
-		Logger: logger.With("process", "authapi"),
-	}); err != nil {
-		t.Fatal(err)
-	}
-	authOpts := authapi.Options{
-		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
-		SessionTTL: sessionTTL, WakeTimeout: 30 * time.Second, TokenReviewCacheTTL: time.Second,
-		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
-		TrustedProxies:         []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-		Activity:               p.sweeper,
-		Logger:                 logger.With("process", "authapi"),
-		RoutingMode:            mode,
-	}
-	if mode == userorigin.Subdomain {
-		authOpts.UserDomain = userDomain
-	}
-	auth, err := authapi.New(authOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authCtx, stopAuth := context.WithCancel(ctx)
-	authDone := make(chan error, 1)
-	go func() { authDone <- auth.Run(authCtx) }()
-	authSrv := &http.Server{Handler: auth.Handler()}
-	go authSrv.Serve(authLn)
-	t.Cleanup(func() { authSrv.Close(); stopAuth(); <-authDone })
-	waitFor(t, 60*time.Second, "auth API ready", auth.Ready)
+	authURL := p.startAuth(logger)
 
 	clustertest.GrantNodeProxy(t, p.kube, p.ns)
 	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
@@ -163,25 +124,8 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: authURL + "/.well-known/jwks.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ver, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience, Leeway: verifierLeeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	originVer, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.OriginAudience(authapi.DefaultAudience), Leeway: verifierLeeway})
-	if err != nil {
-		t.Fatal(err)
-	}
-	entryVer, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.EntryAudience(authapi.DefaultAudience), Leeway: verifierLeeway})
-	if err != nil {
-		t.Fatal(err)
-	}
 	runCtx, stop := context.WithCancel(ctx)
 	var done []chan error
-	var handshakers []*handshake.Handshaker
 	t.Cleanup(func() {
 		stop()
 		for _, d := range done {
@@ -189,16 +133,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 				t.Errorf("node proxy: %v", err)
 			}
 		}
-		for _, hs := range handshakers {
-			hs.Close()
-		}
 	})
-	run := func(f func() error) {
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- f() }()
-	}
-	run(func() error { return fetcher.Start(runCtx) })
 
 	port := 0
 	for i := 1; i <= 2; i++ {
@@ -212,57 +147,81 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 			port = ln.Addr().(*net.TCPAddr).Port
 			p.port = fmt.Sprint(port)
 		}
-		hs, err := handshake.New(handshake.Options{LogRoot: sim.Cluster.Kubelet.LogRoot(n.name), Registerer: n.reg})
-		if err != nil {
+		c := nodeproxyd.Defaults()
+		c.NodeName, c.Namespace, c.ListenAddr, c.OpsAddr = n.name, p.ns, n.addr, "127.0.0.1:0"
+		c.AuthAPIURL, c.SATokenFile, c.LogRoot = authURL, tokenFile, sim.Cluster.Kubelet.LogRoot(n.name)
+		c.CookieSecure, c.AllowInsecure = false, true
+		c.ShutdownTimeout, c.WakeTimeout, c.ReportInterval = 2*time.Second, wakeTimeout, reportInterval
+		c.RoutingMode = string(mode)
+		if mode == userorigin.Subdomain {
+			c.UserDomain, c.PublicOrigin = userDomain, p.mainOrigin()
+		}
+		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		handshakers = append(handshakers, hs)
-		if n.idx, err = informer.New(informer.Options{
-			Namespace: p.ns, NodeName: n.name,
-			Claims: sb.SandboxClaims(p.ns), Sandboxes: sb.Sandboxes(p.ns),
-			Pods: kube.CoreV1().Pods(p.ns), Nodes: kube.CoreV1().Nodes(),
-			OnPodGone: hs.ForgetPod, OnUserGone: hs.ForgetUser,
-		}); err != nil {
-			t.Fatal(err)
-		}
-		tracker := activity.New(activity.Options{Quiet: reportInterval})
-		rep, err := activity.NewReporter(activity.ReporterOptions{
-			Tracker: tracker, Node: n.name, URL: authURL + "/internal/v1/activity",
-			TokenFile: tokenFile, Interval: reportInterval,
-			Logger: logger.With("process", n.name), Registerer: n.reg,
+		d, err := nodeproxyd.Assemble(c, nodeproxyd.Deps{
+			Logger: logger.With("process", n.name), Registry: n.reg, Listener: ln,
+			Sources: nodeproxyd.Clients{Kube: kube, Sandboxes: sb},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := nodeproxy.Options{
-			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: hs, Peers: n.idx,
-			ReadyChecks: []nodeproxy.ReadyCheck{{Name: "informers", Ready: n.idx.HasSynced}, {Name: "jwks", Ready: fetcher.Ready}},
-			AuthAPI:     authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
-			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
-			RenewTimeout: 15 * time.Second, DrainTimeout: 2 * time.Second,
-			Waiter: n.idx, WakeTimeout: wakeTimeout, Activity: tracker, Namespace: p.ns,
-			RoutingMode: mode,
-		}
-		if mode == userorigin.Subdomain {
-			opts.UserDomain, opts.PublicOrigin, opts.OriginVerifier, opts.EntryVerifier = userDomain, p.mainOrigin(), originVer, entryVer
-		}
-		if n.px, err = nodeproxy.New(opts); err != nil {
-			t.Fatal(err)
-		}
-		run(func() error { return rep.Run(runCtx) })
-		run(func() error { return n.idx.Run(runCtx) })
-		run(func() error { return n.px.Serve(runCtx, ln) })
+		n.idx, n.ops = d.Index(), d.OpsAddr()
+		d2 := make(chan error, 1)
+		done = append(done, d2)
+		go func() { d2 <- d.Run(runCtx) }()
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		ops := n.px.OpsHandler()
-		waitFor(t, 60*time.Second, n.name+" ready", func() bool {
-			rec := httptest.NewRecorder()
-			ops.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-			return rec.Code == http.StatusOK
-		})
+		waitFor(t, 60*time.Second, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
+}
+
+// startAuth runs the auth API, as replica authapi-0, with its sweeper
+// held apart (see sweep), and returns its URL.
+func (p *platform) startAuth(logger *slog.Logger) string {
+	t := p.t
+	c := authapid.Defaults()
+	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", "authapi-0"
+	c.Namespace, c.WarmPool, c.TrustedProxies = p.ns, "dsh-pool", "127.0.0.0/8"
+	c.AllowedServiceAccounts = "system:serviceaccount:" + p.ns + ":nodeproxy"
+	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
+	c.SessionTTL, c.WakeTimeout, c.TokenReviewCacheTTL = sessionTTL, 30*time.Second, time.Second
+	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	c.IdleTimeout, c.ReportInterval = idleTimeout, reportInterval
+	c.RoutingMode = string(p.mode)
+	if p.mode == userorigin.Subdomain {
+		c.UserDomain = userDomain
+	}
+	auth, err := authapid.Assemble(c, authapid.Deps{
+		Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.sweeper = auth.Sweeper()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- auth.Run(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("auth API: %v", err)
+		}
+	})
+	waitFor(t, 60*time.Second, "auth API ready", auth.Ready)
+	return "http://" + auth.Addr()
+}
+
+// getStatus is the status of a GET of url, 0 when it fails.
+func getStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // subdomain reports whether the platform runs in subdomain routing.

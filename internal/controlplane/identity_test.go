@@ -7,20 +7,16 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestTokenRequestPassesTokenReviewOnlyForItsAudience(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	token, err := cluster.ServiceAccountToken(t.Context(), ns, "nodeproxy", 600, "sandgate-authapi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := kubernetes.NewForConfig(cluster.AdminConfig())
+	n := testkit.NewNamespace(t)
+	ns, admin := n.Name, n.Kube
+	token, err := n.CP.ServiceAccountToken(t.Context(), ns, "nodeproxy", 600, "sandgate-authapi")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +39,8 @@ func TestTokenRequestPassesTokenReviewOnlyForItsAudience(t *testing.T) {
 }
 
 func TestRBACIsEnforcedForWorkloadIdentities(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	admin, err := kubernetes.NewForConfig(cluster.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.NewNamespace(t)
+	ns, admin := n.Name, n.Kube
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "claims-read"},
 		Rules: []rbacv1.PolicyRule{{
@@ -66,7 +59,7 @@ func TestRBACIsEnforcedForWorkloadIdentities(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := cluster.ServiceAccountConfig(t.Context(), ns, "nodeproxy")
+	cfg, err := n.CP.ServiceAccountConfig(t.Context(), ns, "nodeproxy")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,15 +4,12 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
-
-var cluster *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(m.Run())
 	}
-	os.Exit(clustertest.Main(m, &cluster))
+	testkit.Main(m)
 }

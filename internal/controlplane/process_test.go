@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestStartProcess checks that a child gets exactly the environment it is
@@ -22,18 +23,14 @@ func TestStartProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	var grandchild string
-	deadline := time.Now().Add(10 * time.Second)
-	for grandchild == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no output; log %q", p.LogTail())
-		}
+	testkit.Eventually(t, "the child's output in its log", func() bool {
 		for _, line := range strings.Split(p.LogTail(), "\n") {
 			if g, ok := strings.CutPrefix(line, "grandchild "); ok {
 				grandchild = g
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return grandchild != ""
+	})
 	if !strings.Contains(p.LogTail(), "hello nohome") || p.Name() != "child" || !strings.HasPrefix(p.LogPath(), dir) {
 		t.Errorf("log %q at %s", p.LogTail(), p.LogPath())
 	}
@@ -50,24 +47,17 @@ func TestStartProcess(t *testing.T) {
 	}
 	// The grandchild was in the group: it is gone too (or a zombie of
 	// init at most, which kill(0) still sees briefly).
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		pid, err := strconv.Atoi(grandchild)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			break
-		}
-		if data, _ := os.ReadFile("/proc/" + grandchild + "/stat"); strings.Contains(string(data), ") Z ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %s survives Stop", grandchild)
-		}
-		time.Sleep(10 * time.Millisecond)
+	pid, err := strconv.Atoi(grandchild)
+	if err != nil {
+		t.Fatal(err)
 	}
+	testkit.Eventually(t, "grandchild "+grandchild+" gone after Stop", func() bool {
+		if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			return true
+		}
+		data, _ := os.ReadFile("/proc/" + grandchild + "/stat")
+		return strings.Contains(string(data), ") Z ")
+	})
 	if err := p.Stop(time.Second); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // childEnv makes the test binary act as a child that starts a control plane,
@@ -38,7 +38,7 @@ func TestReapChild(t *testing.T) {
 	case "panic":
 		panic("deliberate panic")
 	case "hang":
-		time.Sleep(time.Hour)
+		select {}
 	}
 }
 
@@ -81,13 +81,7 @@ func TestChildProcessesAreReaped(t *testing.T) {
 			}
 			go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
 			cmd.Wait()
-			deadline := time.Now().Add(15 * time.Second)
-			for len(processesUsing(dir)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(100 * time.Millisecond)
-			}
-			if left := processesUsing(dir); len(left) > 0 {
-				t.Errorf("processes left behind after a %s run: %v", mode, left)
-			}
+			testkit.Eventually(t, "no process left behind after a "+mode+" run", func() bool { return len(processesUsing(dir)) == 0 })
 		})
 	}
 }

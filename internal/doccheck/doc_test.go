@@ -7,7 +7,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,35 +16,21 @@ import (
 
 // packageDirs lists the directories of the main module that hold Go code,
 // leaving out the separate tools modules and test data.
-func packageDirs(t *testing.T, root string) []string {
+func packageDirs(t *testing.T) []string {
 	t.Helper()
 	var dirs []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "tools", "testdata", ".git", "bin":
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	for _, path := range repoFiles(t, "tools", "testdata", "bin") {
 		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
 			if dir := filepath.Dir(path); !slices.Contains(dirs, dir) {
 				dirs = append(dirs, dir)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return dirs
 }
 
 func TestDocComments(t *testing.T) {
-	for _, dir := range packageDirs(t, "../..") {
+	for _, dir := range packageDirs(t) {
 		t.Run(strings.TrimPrefix(dir, "../../"), func(t *testing.T) { checkPackage(t, dir) })
 	}
 }

@@ -2,7 +2,6 @@ package doccheck
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,49 +26,12 @@ var referenceNames = []string{
 // by the name docs/configuration.md gives them.
 var binaries = map[string]string{"auth API": "authapi", "node proxy": "nodeproxy"}
 
-// helpDefaults runs `go run ./cmd/<bin> --help` and returns each
-// environment name it lists with its default ("" when none).
-func helpDefaults(t *testing.T, bin string) map[string]string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./cmd/"+bin, "--help")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go run ./cmd/%s --help: %v", bin, err)
-	}
-	return parseHelp(string(out))
-}
-
-var (
-	helpFlag    = regexp.MustCompile(`^\s+--[a-z0-9-]+ \[([A-Z][A-Z0-9_]*)\]`)
-	helpDefault = regexp.MustCompile(`\(default ([^()]*)\)$`)
-)
-
-// parseHelp reads the settings package's --help layout: a "--flag [ENV]"
-// line, then the help text, which ends in "(default X)" when there is one.
-func parseHelp(help string) map[string]string {
-	defaults := map[string]string{}
-	env := ""
-	for _, line := range strings.Split(help, "\n") {
-		if m := helpFlag.FindStringSubmatch(line); m != nil {
-			env = m[1]
-			defaults[env] = ""
-			continue
-		}
-		if m := helpDefault.FindStringSubmatch(strings.TrimSpace(line)); m != nil && env != "" {
-			defaults[env] = m[1]
-		}
-	}
-	return defaults
-}
-
 // configRow is one row of a table in docs/configuration.md.
 type configRow struct{ name, where, defaults string }
 
 var (
-	tableRow   = regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]*)` \\|([^|]*)\\|([^|]*)\\|$")
-	backticked = regexp.MustCompile("`([^`]+)`(?: \\(([a-zA-Z ]+)\\))?")
-	envName    = regexp.MustCompile("`([A-Z][A-Z0-9_]*)`")
+	tableRow = regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]*)` \\|([^|]*)\\|([^|]*)\\|$")
+	envName  = regexp.MustCompile("`([A-Z][A-Z0-9_]*)`")
 )
 
 func configRows(t *testing.T) []configRow {
@@ -167,77 +129,77 @@ func rowBinaries(t *testing.T, r configRow) []string {
 	return bins
 }
 
-// TestDocumentedDefaults: a default docs/configuration.md gives for a
-// setting is the binary's own, and so is every value a page of docs/
-// writes as "`NAME` (30)", "(60 s)", "(default `x`)" or "(`/a/path`)".
+// TestDocumentedDefaults: every value the README or a page of docs/ writes
+// in parentheses after a setting's name (inlineValues) is the binary's
+// default; TestSettingTables checks the tables.
 func TestDocumentedDefaults(t *testing.T) {
 	help := map[string]map[string]string{}
 	for _, bin := range binaries {
 		help[bin] = helpDefaults(t, bin)
 	}
-	for _, r := range configRows(t) {
-		if strings.HasPrefix(r.where, "replaced by ") || strings.HasPrefix(r.where, "not a setting") ||
-			strings.HasPrefix(r.where, "sandbox template") || r.where == "`versions.env`" {
-			continue
-		}
-		bins := rowBinaries(t, r)
-		for _, m := range backticked.FindAllStringSubmatch(r.defaults, -1) {
-			for _, bin := range bins {
-				if m[2] != "" && binaries[m[2]] != bin {
-					continue
-				}
-				if got := help[bin][r.name]; got != m[1] {
-					t.Errorf("docs/configuration.md: %s defaults to %q in %s, not %q", r.name, got, bin, m[1])
-				}
-			}
-		}
-	}
-
-	// A number (with a unit) in parentheses, or a quoted value that says it
-	// is the default or is a path.
-	docValue := regexp.MustCompile("`([A-Z][A-Z0-9_]*)` \\((?:default (`[^`]+`)|(`/[^`]*`)|(?:default )?([0-9][0-9.]*(?: ?[a-z]+)?))\\)")
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, page := range pages {
-		data, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range docValue.FindAllStringSubmatch(strings.ReplaceAll(string(data), "\n", " "), -1) {
-			name, doc := m[1], m[2]+m[3]+m[4]
-			var defaults []string
-			for _, bin := range binaries {
-				if d, ok := help[bin][name]; ok {
-					defaults = append(defaults, d)
-				}
-			}
-			if len(defaults) == 0 {
+	for name, text := range pages(t) {
+		for _, m := range inlineValues.FindAllStringSubmatch(strings.Join(strings.Fields(text), " "), -1) {
+			values, ok := inlineList(m[2])
+			if !ok {
 				continue
 			}
-			checked++
-			if !slices.ContainsFunc(defaults, func(d string) bool { return sameValue(doc, d) }) {
-				t.Errorf("%s: %s (%s), but the binaries default to %q", filepath.Base(page), name, doc, defaults)
+			for _, v := range values {
+				var defaults []string
+				for label, bin := range binaries {
+					if d, ok := help[bin][m[1]]; ok && (v.bin == "" || v.bin == label) {
+						defaults = append(defaults, d)
+					}
+				}
+				if len(defaults) == 0 {
+					continue
+				}
+				checked++
+				if !slices.ContainsFunc(defaults, func(d string) bool { return sameValue(v.value, d) }) {
+					t.Errorf("%s: %s (%s), but the binaries default to %q", name, m[1], m[2], defaults)
+				}
 			}
 		}
 	}
-	if checked == 0 {
-		t.Error("no documented default found in docs/: the pattern is broken")
+	if checked < 10 {
+		t.Errorf("only %d documented defaults found in the pages: is the pattern broken?", checked)
 	}
 }
 
+// inlineValues is a setting followed by a parenthesis, such as "`NAME`
+// (30)", "(60 s)", "(default `x`)", "(`/a/path`)", "(default **10**)" or
+// "(auth API 10 s, node proxy 15 s)"; inlineList tells values from prose.
+var (
+	inlineValues = regexp.MustCompile("`([A-Z][A-Z0-9_]*)` \\(([^()]*)\\)")
+	inlineValue  = regexp.MustCompile("^(?:(auth API|node proxy) )?(?:default (`[^`]+`)|(`/[^`]*`)|(?:default )?\\**([0-9][0-9.]*(?: ?[a-zA-Z]+)?)\\**)$")
+)
+
+// inlineDefault is one value of a parenthesis, for one binary or ("") any.
+type inlineDefault struct{ bin, value string }
+
+// inlineList reads a parenthesis of values separated by ", "; ok is false
+// when any part is prose, or a list holds paths (a list of paths is not one
+// setting's default).
+func inlineList(s string) ([]inlineDefault, bool) {
+	var out []inlineDefault
+	parts := strings.Split(s, ", ")
+	for _, part := range parts {
+		m := inlineValue.FindStringSubmatch(part)
+		if m == nil || (m[3] != "" && len(parts) > 1) {
+			return nil, false
+		}
+		out = append(out, inlineDefault{m[1], m[2] + m[3] + m[4]})
+	}
+	return out, true
+}
+
 // sameValue compares a value as docs write it ("30", "60 s", "7 days",
-// "`/var/log/pods`") with a --help default ("30", "1m0s", "168h0m0s").
+// "16 MiB", "`/var/log/pods`") with a --help default ("30", "1m0s",
+// "168h0m0s", "16777216").
 func sameValue(doc, def string) bool {
 	doc = strings.Trim(doc, "`")
 	if doc == def {
 		return true
-	}
-	want, err := time.ParseDuration(def)
-	if err != nil {
-		return false
 	}
 	i := strings.IndexFunc(doc, func(r rune) bool { return r != '.' && (r < '0' || r > '9') })
 	if i <= 0 {
@@ -245,6 +207,15 @@ func sameValue(doc, def string) bool {
 	}
 	unit := strings.TrimSpace(doc[i:])
 	n, err := strconv.ParseFloat(doc[:i], 64)
+	if err != nil {
+		return false
+	}
+	if size, err := strconv.ParseInt(def, 10, 64); err == nil {
+		sizes := map[string]float64{"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+		u, ok := sizes[unit]
+		return ok && int64(n*u) == size
+	}
+	want, err := time.ParseDuration(def)
 	if err != nil {
 		return false
 	}

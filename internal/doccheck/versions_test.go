@@ -2,7 +2,6 @@ package doccheck
 
 import (
 	"bufio"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -45,28 +44,14 @@ func readVersions(t *testing.T) map[string]string {
 func mentionFiles(t *testing.T) []string {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "tools", ".git", "bin", "artifacts", "node_modules":
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	for _, path := range repoFiles(t, "tools", "bin", "artifacts", "node_modules") {
 		switch filepath.Ext(path) {
 		case ".go", ".md", ".yaml", ".yml", ".json":
 			files = append(files, path)
 		}
-		if d.Name() == "Makefile" {
+		if filepath.Base(path) == "Makefile" {
 			files = append(files, path)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return files
 }

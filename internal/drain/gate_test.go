@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // readyOps stands in for a binary's ops handler whose own checks pass.
@@ -88,13 +90,14 @@ func TestDrainFailsReadinessAtOnceAndAnswersAfterTheDelay(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	answered := make(chan error, 1)
 	go func() { answered <- Request(ctx, srv.Listener.Addr().String(), time.Hour) }()
-	for !g.Draining() {
+	testkit.Eventually(t, "drain begun", func() bool {
 		select {
 		case err := <-answered:
 			t.Fatalf("drain answered before it began: %v", err)
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
+		return g.Draining()
+	})
 	resp, err := http.Get(srv.URL + "/readyz")
 	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz while draining: %v %v", resp, err)

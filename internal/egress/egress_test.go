@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const completion = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
@@ -177,7 +179,7 @@ func TestStreamArrivesChunkByChunk(t *testing.T) {
 	if body := e.provider.requests()[0].Body; !strings.Contains(body, `"include_usage":true`) {
 		t.Errorf("streamed request did not ask for usage: %q", body)
 	}
-	eventually(t, "stream's tokens counted", func() bool { return e.proxy.budgets.usage("alice").Tokens == 30 })
+	testkit.Eventually(t, "stream's tokens counted", func() bool { return e.proxy.budgets.usage("alice").Tokens == 30 })
 }
 
 // TestKeyRotationAndUserKeys: a key replaced in the Secret's files is used

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // sandboxPod is a user's sandbox in the simulated cluster: its pod's
@@ -40,7 +40,7 @@ func claimSandbox(t *testing.T, e *simtest.Env, user string) sandboxPod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := e.WaitClaimReady(name, 60*time.Second)
+	c := e.WaitClaimReady(name, testkit.Timeout)
 	sb, err := e.Sandbox(c.Status.Sandbox.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func claimSandbox(t *testing.T, e *simtest.Env, user string) sandboxPod {
 // key, a sandbox of the other node, a stranger and a suspended user are
 // refused.
 func TestIntegrationSimulatedCluster(t *testing.T) {
-	e := simtest.Start(t, controlPlane(t), simtest.Options{Replicas: 2})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 2})
 	e.WaitPool(2)
 	alice := claimSandbox(t, e, "alice")
 	bob := claimSandbox(t, e, "bob")
@@ -88,7 +88,7 @@ func TestIntegrationSimulatedCluster(t *testing.T) {
 		s, _ := read(t, env.call(ip, "/openai/chat/completions", completion))
 		return s
 	}
-	eventually(t, "alice known by her pod IP", func() bool { return status(alice.ip) == http.StatusOK })
+	testkit.Eventually(t, "alice known by her pod IP", func() bool { return status(alice.ip) == http.StatusOK })
 	reqs := env.provider.requests()
 	if a := reqs[len(reqs)-1].Header.Get("Authorization"); a != "Bearer sk-real-shared-1" {
 		t.Errorf("provider got %q, want the real key", a)
@@ -105,5 +105,5 @@ func TestIntegrationSimulatedCluster(t *testing.T) {
 		t.Errorf("stranger = %d, want 403", s)
 	}
 	e.SetMode(alice.sandbox, agents.OperatingModeSuspended)
-	eventually(t, "suspended alice refused", func() bool { return status(alice.ip) == http.StatusForbidden })
+	testkit.Eventually(t, "suspended alice refused", func() bool { return status(alice.ip) == http.StatusForbidden })
 }

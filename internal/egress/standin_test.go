@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // providerStandin stands in for an OpenAI-compatible provider on loopback:
@@ -256,28 +257,5 @@ func read(t *testing.T, resp *http.Response) (int, string) {
 // auditLines returns the egress audit lines written so far.
 func (e *env) auditLines() []map[string]any {
 	e.t.Helper()
-	var out []map[string]any
-	for line := range strings.SplitSeq(e.logs.String(), "\n") {
-		if !strings.Contains(line, `"log":"audit"`) {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			e.t.Fatalf("audit line is not JSON: %q", line)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testkit.AuditLines(e.t, e.logs.String())
 }

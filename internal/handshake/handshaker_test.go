@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // harness is a Handshaker wired to a crafted log directory and a fake app.
@@ -271,9 +272,7 @@ func TestSingleflight(t *testing.T) {
 	<-entered
 	// Let every caller miss the cache before the one exchange returns.
 	misses := x.h.metrics.cacheLookups.WithLabelValues("miss")
-	for deadline := time.Now().Add(5 * time.Second); counter(misses) < n && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "every caller missed the cache", func() bool { return counter(misses) >= n })
 	release()
 	wg.Wait()
 	for i := range n {

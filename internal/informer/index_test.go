@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // stored builds an Index whose caches hold objs, without running informers.
@@ -214,17 +215,6 @@ func (r *recorder) sawUser(u string) bool {
 	return false
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // running starts an Index on f and stops it when the test ends.
 func running(t *testing.T, opts Options) *Index {
 	t.Helper()
@@ -274,21 +264,21 @@ func TestInformerWiring(t *testing.T) {
 
 	// The pod is replaced under the same name: the old UID is forgotten.
 	f.update(podsGVR, newPod("sb", uidB, testNode, "10.0.0.6", true), testNS)
-	eventually(t, "old pod forgotten", func() bool { return rec.sawPod(uidA) })
-	eventually(t, "new pod routed", func() bool {
+	testkit.Eventually(t, "old pod forgotten", func() bool { return rec.sawPod(uidA) })
+	testkit.Eventually(t, "new pod routed", func() bool {
 		e, _ := x.Lookup("bob")
 		return e.Route.Pod.Addr == "10.0.0.6:3080"
 	})
 
 	// Suspending the sandbox forgets its pod before the pod is deleted.
 	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, true), testNS)
-	eventually(t, "suspended pod forgotten", func() bool { return rec.sawPod(uidB) })
+	testkit.Eventually(t, "suspended pod forgotten", func() bool { return rec.sawPod(uidB) })
 	if e, _ := x.Lookup("bob"); e.Route.State != StateSuspended {
 		t.Errorf("state after suspend = %v", e.Route.State)
 	}
 
 	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
-	eventually(t, "user forgotten", func() bool { return rec.sawUser("bob") })
+	testkit.Eventually(t, "user forgotten", func() bool { return rec.sawUser("bob") })
 	if _, err := x.Lookup("bob"); !errors.Is(err, ErrNoAccount) {
 		t.Errorf("Lookup after claim delete = %v", err)
 	}

@@ -10,11 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // countingTransport counts requests sent to the API server.
@@ -32,17 +31,9 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // the real API server: selectors, status-driven routing, change callbacks,
 // and no API request per lookup.
 func TestIntegrationIndex(t *testing.T) {
-	c := cluster(t)
+	n := testkit.NewNamespace(t)
+	c, ns, admin, sbAdmin := n.CP, n.Name, n.Kube, n.SB
 	ctx := t.Context()
-	ns := clustertest.Namespace(t, c)
-	admin, err := kubernetes.NewForConfig(c.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sbAdmin, err := sandboxapi.NewForConfig(c.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	clustertest.GrantNodeProxy(t, admin, ns)
 	cfg, err := c.ServiceAccountConfig(ctx, ns, "nodeproxy")
 	if err != nil {
@@ -126,14 +117,7 @@ func TestIntegrationIndex(t *testing.T) {
 	bobUID := mkPod("sb-bob", local, "127.0.20.1")
 	mkPod("sb-carol", remote, "127.0.20.2")
 
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, sb := testkit.Clients(t, cfg)
 	gone := make(chan string, 10)
 	x, err := New(Options{
 		Namespace: ns, NodeName: local,
@@ -154,11 +138,11 @@ func TestIntegrationIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eventually(t, "bob routed locally", func() bool {
+	testkit.Eventually(t, "bob routed locally", func() bool {
 		e, err := x.Lookup("bob")
 		return err == nil && e.Route.State == StateReady && e.Route.Local && e.Route.Pod.Addr == "127.0.20.1:3080" && e.Route.Pod.UID == bobUID
 	})
-	eventually(t, "carol routed to the other node", func() bool {
+	testkit.Eventually(t, "carol routed to the other node", func() bool {
 		e, err := x.Lookup("carol")
 		return err == nil && e.Route.State == StateReady && !e.Route.Local && e.Route.NodeIP == "127.0.10.2"
 	})
@@ -180,15 +164,10 @@ func TestIntegrationIndex(t *testing.T) {
 	}
 
 	setSandbox("sb-bob", local, "sb-bob", true, true)
-	select {
-	case uid := <-gone:
-		if uid != bobUID {
-			t.Errorf("forgot pod %s, want %s", uid, bobUID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("suspend did not forget bob's pod")
+	if uid := testkit.Receive(t, "bob's pod forgotten on suspend", gone); uid != bobUID {
+		t.Errorf("forgot pod %s, want %s", uid, bobUID)
 	}
-	eventually(t, "bob suspended", func() bool {
+	testkit.Eventually(t, "bob suspended", func() bool {
 		e, _ := x.Lookup("bob")
 		return e.Route.State == StateSuspended
 	})

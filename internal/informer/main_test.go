@@ -1,23 +1,12 @@
 package informer
 
 import (
-	"os"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
-
-// The real control plane starts on first use, so unit-only runs never
-// pay for it.
-var shared clustertest.Lazy
-
-func cluster(t *testing.T) *controlplane.ControlPlane {
-	t.Helper()
-	return shared.Get(t)
-}
 
 func TestMain(m *testing.M) {
 	installGates()
-	os.Exit(clustertest.MainLazy(m, &shared))
+	testkit.Main(m)
 }

@@ -6,6 +6,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestCallerByIP(t *testing.T) {
@@ -111,19 +113,19 @@ func TestCallersFollowInformers(t *testing.T) {
 		}
 		return got.User
 	}
-	eventually(t, "bob known by address", func() bool { return user("10.0.0.5") == "bob" })
+	testkit.Eventually(t, "bob known by address", func() bool { return user("10.0.0.5") == "bob" })
 
 	f.update(podsGVR, newPod("sb", uidB, testNode, "10.0.0.6", true), testNS)
-	eventually(t, "bob known by the new address", func() bool { return user("10.0.0.6") == "bob" })
+	testkit.Eventually(t, "bob known by the new address", func() bool { return user("10.0.0.6") == "bob" })
 	if u := user("10.0.0.5"); u != "" {
 		t.Errorf("old address still belongs to %q", u)
 	}
 
 	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, true), testNS)
-	eventually(t, "suspended sandbox refused", func() bool { return user("10.0.0.6") == "" })
+	testkit.Eventually(t, "suspended sandbox refused", func() bool { return user("10.0.0.6") == "" })
 	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, false), testNS)
-	eventually(t, "woken sandbox known", func() bool { return user("10.0.0.6") == "bob" })
+	testkit.Eventually(t, "woken sandbox known", func() bool { return user("10.0.0.6") == "bob" })
 
 	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
-	eventually(t, "deleted account refused", func() bool { return user("10.0.0.6") == "" })
+	testkit.Eventually(t, "deleted account refused", func() bool { return user("10.0.0.6") == "" })
 }

@@ -9,7 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // jwksServer serves a ring's JWKS and counts requests. Set fail to answer
@@ -26,34 +29,50 @@ type jwksServer struct {
 
 func newJWKSServer(t *testing.T, ring *KeyRing) *jwksServer {
 	s := &jwksServer{ring: ring}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		if r.Header.Get("Authorization") != "Bearer node" {
-			http.Error(w, "no auth", http.StatusUnauthorized)
-			return
-		}
-		if s.started != nil {
-			s.started <- struct{}{}
-		}
-		if s.gate != nil {
-			<-s.gate
-		}
-		if s.fail.Load() {
-			http.Error(w, "down", http.StatusInternalServerError)
-			return
-		}
-		if b := s.body.Load(); b != nil {
-			w.Write([]byte(*b))
-			return
-		}
-		data, _ := ring.JWKS()
-		w.Write(data)
-	}))
+	s.Server = httptest.NewServer(s)
 	t.Cleanup(s.Close)
 	return s
 }
 
-func newTestFetcher(t *testing.T, srv *jwksServer, clock *fakeClock, opts FetcherOptions) *JWKSFetcher {
+func (s *jwksServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
+	if r.Header.Get("Authorization") != "Bearer node" {
+		http.Error(w, "no auth", http.StatusUnauthorized)
+		return
+	}
+	if s.started != nil {
+		s.started <- struct{}{}
+	}
+	if s.gate != nil {
+		<-s.gate
+	}
+	if s.fail.Load() {
+		http.Error(w, "down", http.StatusInternalServerError)
+		return
+	}
+	if b := s.body.Load(); b != nil {
+		w.Write([]byte(*b))
+		return
+	}
+	data, _ := s.ring.JWKS()
+	w.Write(data)
+}
+
+// inMemory is a client that hands each request straight to h, with no
+// network, so a synctest bubble sees every goroutine it blocks.
+func inMemory(h http.Handler) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Result(), nil
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func newTestFetcher(t *testing.T, srv *jwksServer, clock *testkit.Clock, opts FetcherOptions) *JWKSFetcher {
 	t.Helper()
 	opts.URL = srv.URL
 	opts.Client = srv.Client()
@@ -72,7 +91,7 @@ func newTestFetcher(t *testing.T, srv *jwksServer, clock *fakeClock, opts Fetche
 }
 
 func TestFetcherRefreshesOnUnknownKIDRateLimited(t *testing.T) {
-	clock := newClock()
+	clock := testkit.NewClock(testkit.Epoch)
 	ring := NewKeyRing(clock.Now())
 	srv := newJWKSServer(t, ring)
 	f := newTestFetcher(t, srv, clock, FetcherOptions{})
@@ -111,37 +130,43 @@ func TestFetcherRefreshesOnUnknownKIDRateLimited(t *testing.T) {
 }
 
 func TestFetcherSharesOneFetch(t *testing.T) {
-	clock := newClock()
-	ring := NewKeyRing(clock.Now())
-	srv := newJWKSServer(t, ring)
-	srv.started, srv.gate = make(chan struct{}, 1), make(chan struct{})
-	f := newTestFetcher(t, srv, clock, FetcherOptions{})
-
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range cap(errs) {
-		wg.Go(func() {
-			_, err := f.PublicKey(ring.signingKey().id)
-			errs <- err
+	synctest.Test(t, func(t *testing.T) {
+		ring := NewKeyRing(time.Now())
+		srv := &jwksServer{ring: ring, started: make(chan struct{}, 1), gate: make(chan struct{})}
+		f, err := NewJWKSFetcher(FetcherOptions{
+			URL: "http://jwks.test/", Client: inMemory(srv), MinRefreshInterval: 10 * time.Second,
+			Header: func(h http.Header) { h.Set("Authorization", "Bearer node") },
 		})
-	}
-	<-srv.started
-	time.Sleep(20 * time.Millisecond) // let the other callers reach the wait
-	close(srv.gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
 		if err != nil {
-			t.Errorf("caller sharing the fetch: %v", err)
+			t.Fatal(err)
 		}
-	}
-	if n := srv.requests.Load(); n != 1 {
-		t.Errorf("%d requests for %d concurrent callers, want 1", n, cap(errs))
-	}
+
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range cap(errs) {
+			wg.Go(func() {
+				_, err := f.PublicKey(ring.signingKey().id)
+				errs <- err
+			})
+		}
+		<-srv.started
+		synctest.Wait() // every other caller now waits on the fetch under way
+		close(srv.gate)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("caller sharing the fetch: %v", err)
+			}
+		}
+		if n := srv.requests.Load(); n != 1 {
+			t.Errorf("%d requests for %d concurrent callers, want 1", n, cap(errs))
+		}
+	})
 }
 
 func TestFetcherKeepsKeysOnBadFetch(t *testing.T) {
-	clock := newClock()
+	clock := testkit.NewClock(testkit.Epoch)
 	ring := NewKeyRing(clock.Now())
 	srv := newJWKSServer(t, ring)
 	f := newTestFetcher(t, srv, clock, FetcherOptions{})
@@ -176,31 +201,20 @@ func TestFetcherStartLoadsAndRefreshes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- f.Start(ctx) }()
 
-	waitFor(t, "failed first fetches", func() bool { return srv.requests.Load() >= 2 })
+	testkit.Eventually(t, "failed first fetches", func() bool { return srv.requests.Load() >= 2 })
 	if f.Ready() {
 		t.Fatal("Ready while the server fails")
 	}
 	srv.fail.Store(false)
-	waitFor(t, "Ready", f.Ready)
+	testkit.Eventually(t, "Ready", f.Ready)
 	kid := ring.Rotate(time.Now())
-	waitFor(t, "background refresh", func() bool {
+	testkit.Eventually(t, "background refresh", func() bool {
 		_, ok := f.lookup(kid)
 		return ok
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Start returned %v after cancel", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // FuzzVerify checks that no input panics, every rejection wraps exactly one
@@ -81,7 +83,7 @@ func FuzzParseJWKS(f *testing.F) {
 	for _, tc := range jwksCases() {
 		f.Add([]byte(tc.in))
 	}
-	data, err := NewKeyRing(epochStart).JWKS()
+	data, err := NewKeyRing(testkit.Epoch).JWKS()
 	if err != nil {
 		f.Fatal(err)
 	}

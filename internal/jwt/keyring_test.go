@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestRotationKeepsOldTokensUntilPruned(t *testing.T) {
@@ -66,7 +68,7 @@ func signed2(t *testing.T, fx *fixture, kid string) string {
 func TestPruneMeasuresFromRetirement(t *testing.T) {
 	// The auth API was down for days: the key is old, but it signed until
 	// the rotation just now, so its tokens must keep verifying.
-	clock := newClock()
+	clock := testkit.NewClock(testkit.Epoch)
 	ring := NewKeyRing(clock.Now())
 	clock.Advance(72 * time.Hour)
 	ring.Rotate(clock.Now())

@@ -3,10 +3,12 @@ package jwt
 import (
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestFetcherLastRefreshFollowsSuccessfulFetches(t *testing.T) {
-	clock := newClock()
+	clock := testkit.NewClock(testkit.Epoch)
 	ring := NewKeyRing(clock.Now())
 	srv := newJWKSServer(t, ring)
 	f := newTestFetcher(t, srv, clock, FetcherOptions{})

@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 const (
 	testIssuer   = "https://auth.sandgate.test"
@@ -21,29 +19,6 @@ const (
 	testLeeway   = 5 * time.Second
 	testLifetime = 10 * time.Minute
 )
-
-// epochStart is the fixed start time of every test clock.
-var epochStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// fakeClock is a settable clock shared by signer, verifier and fetcher.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: epochStart} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // ringSource is a KeySource that always reflects the ring's current keys and
 // counts lookups, so tests can tell whether Verify did crypto.
@@ -73,7 +48,7 @@ func (s *ringSource) Calls() int {
 
 // fixture is a ring with a signer and a verifier that share one clock.
 type fixture struct {
-	clock    *fakeClock
+	clock    *testkit.Clock
 	ring     *KeyRing
 	keys     *ringSource
 	signer   *Signer
@@ -82,7 +57,7 @@ type fixture struct {
 
 func newFixture(tb testing.TB, cacheSize int) *fixture {
 	tb.Helper()
-	fx := &fixture{clock: newClock()}
+	fx := &fixture{clock: testkit.NewClock(testkit.Epoch)}
 	fx.ring = NewKeyRing(fx.clock.Now())
 	fx.keys = &ringSource{ring: fx.ring}
 	fx.signer = fx.newSigner(tb, testIssuer, testAudience, 0)

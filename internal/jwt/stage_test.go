@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestStagedKeyIsPublishedBeforeItSigns(t *testing.T) {
@@ -46,7 +48,7 @@ func TestStagedKeyIsPublishedBeforeItSigns(t *testing.T) {
 }
 
 func TestStageKeepsActivationOrder(t *testing.T) {
-	clock := newClock()
+	clock := testkit.NewClock(testkit.Epoch)
 	ring := NewKeyRing(clock.Now())
 	a := ring.Stage(clock.Now(), clock.Now().Add(time.Hour))
 	b := ring.Stage(clock.Now(), clock.Now()) // asks for an earlier activation
@@ -91,7 +93,7 @@ func TestUnmarshalKeyRingWithoutActiveDefaultsToCreated(t *testing.T) {
 		t.Errorf("active %v, want created %v", k.Active, k.Created)
 	}
 	// Staged keys survive a round trip with their activation time.
-	ring.Stage(epochStart, epochStart.Add(time.Hour))
+	ring.Stage(testkit.Epoch, testkit.Epoch.Add(time.Hour))
 	data, err := ring.Marshal()
 	if err != nil {
 		t.Fatal(err)

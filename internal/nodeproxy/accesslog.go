@@ -3,89 +3,15 @@ package nodeproxy
 import (
 	"context"
 	"log/slog"
-	"net/netip"
-	"sync/atomic"
 	"time"
-
-	"github.com/sandgate/sandgate/internal/activity"
 )
 
-// Upstream kinds, for the access log.
-const (
-	upstreamPod     = "pod"
-	upstreamPeer    = "peer"
-	upstreamAuthAPI = "authapi"
-)
-
-// exchange is what the stages learn about one request. It holds copies,
-// never the RequestCtx or its buffers, because a streamed response or a
-// WebSocket outlives the handler.
-type exchange struct {
-	start  time.Time
-	route  route
-	method string
-	peer   netip.Addr
-	client netip.Addr // peer, or whom trusted proxies say they forward
-	fwd    forwarded
-	hopIn  bool
-	ws     bool
-
-	auth     string // authentication method
-	renewed  bool
-	upstream string // pod, peer or authapi
-	pod      string
-	node     string
-	retried  bool // the app answered 401 once and the request was retried
-
-	status   int
-	bytesOut int64
-	aborted  bool // the client went away before the response ended
-	wsClose  int  // WebSocket close code sent to the client
-	err      error
-
-	slot bool // holds one of the user's in-flight slots
-	held bool // waited for its sandbox to wake
-
-	// act is the sandbox the Tracker counts this request against, when
-	// tracked; upgraded once it became a WebSocket.
-	act      activity.Key
-	tracked  bool
-	upgraded bool
-	finished atomic.Bool
-}
-
-// finish releases the request's slot, counts it and writes its access log
-// line. It runs once, when the response (or WebSocket) has ended.
-func (p *Proxy) finish(x *exchange) {
-	if !x.finished.CompareAndSwap(false, true) {
-		return
-	}
-	if x.slot {
-		p.inflight.release(x.route.user)
-		p.m.inFlight.Dec()
-	}
-	if x.tracked {
-		if x.upgraded {
-			p.opts.Activity.EndWebSocket(x.act)
-		} else {
-			p.opts.Activity.End(x.act)
-		}
-	}
-	elapsed := time.Since(x.start)
-	route := x.route.kind.String()
-	switch {
-	case x.ws:
-		route = routeWebSocket
-	case x.hopIn:
-		route = routeHopIn
-	}
-	p.m.observeRequest(x, elapsed)
-	p.m.requests.WithLabelValues(route, codeClass(x.status)).Inc()
-
+// logAccess writes a finished request's access-log line.
+func (p *Proxy) logAccess(x *exchange, elapsed time.Duration) {
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
 		slog.String("method", x.method),
-		slog.String("route", route),
+		slog.String("route", x.routeLabel()),
 		slog.String("path", x.route.path),
 		slog.Int("status", x.status),
 		slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
@@ -130,4 +56,10 @@ func (p *Proxy) finish(x *exchange) {
 		attrs = append(attrs, slog.String("err", x.err.Error()))
 	}
 	p.access.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+}
+
+// logUnparsed writes the access-log line of a request fasthttp could not
+// parse: nothing of it but its peer is known.
+func (p *Proxy) logUnparsed(status int, client string) {
+	p.access.Info("request", "status", status, "route", routeUnparsed, "client", client, "err", "malformed request")
 }

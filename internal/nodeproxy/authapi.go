@@ -1,7 +1,6 @@
 package nodeproxy
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,35 +16,19 @@ import (
 // through, Set-Cookie included. When no replica answers, the client gets
 // 503 with Retry-After (ErrAuthAPIUnavailable), never a sign-in prompt.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
-	x.upstream = upstreamAuthAPI
-	b, release, err := p.readAuthAPIBody(ctx, x)
-	if err != nil {
-		p.fail(ctx, x, err)
-		return
-	}
-	defer release()
-	defer b.release()
 	trusted := p.trustedProxy(x.peer)
-	uri := p.authBase + string(ctx.Request.Header.RequestURI())
-	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) {
-		copyForAuthAPI(h, &ctx.Request.Header, trusted)
-		x.fwd.set(h)
+	p.forward(ctx, x, forwarding{
+		upstream: upstreamAuthAPI,
+		origin:   p.authAPI.public,
+		target:   string(ctx.Request.Header.RequestURI()),
+		copyHeaders: func(dst, src *fasthttp.RequestHeader) {
+			copyForAuthAPI(dst, src, trusted)
+		},
+		setHeaders: func(outHeader, string) {},
+		readBody:   p.readAuthAPIBody,
+		failed:     p.authAPI.forwardFailed,
+		resp:       respPolicy{keepCookies: true},
 	})
-	if err != nil {
-		p.fail(ctx, x, p.forwardFailed(err))
-		return
-	}
-	p.respond(ctx, x, resp, respPolicy{keepCookies: true})
-}
-
-// forwardFailed is the outcome of a forward to the auth API that got no
-// answer: the client's own failures stay what they are.
-func (p *Proxy) forwardFailed(err error) error {
-	if !errors.Is(err, ErrUpstream) && !errors.Is(err, ErrUpstreamTimeout) {
-		return err
-	}
-	p.m.authAPIUnreachable.WithLabelValues(callForward).Inc()
-	return &authAPIDown{call: callForward, retry: p.opts.RetryAfter, cause: err.Error()}
 }
 
 // readAuthAPIBody reads a body bound for the auth API whole: anyone may

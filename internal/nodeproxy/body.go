@@ -134,8 +134,9 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 // 401 from the app can be retried; a larger body streams after the
 // buffered prefix. A declared length over MaxBodyBytes is refused at once,
 // a chunked body once it grows past it.
-func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, error) {
-	return p.readBodyUpTo(ctx, x, p.opts.MaxBodyBytes, p.opts.BufferBodyBytes)
+func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, func(), error) {
+	b, err := p.readBodyUpTo(ctx, x, p.opts.MaxBodyBytes, p.opts.BufferBodyBytes)
+	return b, noRelease, err
 }
 
 // readBodyUpTo is readBody with limit in place of MaxBodyBytes and buffer

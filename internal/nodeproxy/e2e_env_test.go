@@ -1,13 +1,14 @@
-package nodeproxy
+package nodeproxy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,15 +20,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
-	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -37,7 +39,8 @@ import (
 // cluster of simtest (controller, kubelet, agent apps on 127.x pod
 // addresses, a warm pool of two), the auth API, and one node proxy per
 // simulated node, each running as the nodeproxy ServiceAccount with only
-// its read-only RBAC.
+// its read-only RBAC; the auth API and the node proxies are the shipped
+// assemblies (internal/authapid, internal/nodeproxyd).
 type platform struct {
 	t        *testing.T
 	cp       *controlplane.ControlPlane
@@ -51,8 +54,8 @@ type platform struct {
 	logs     *logbuf.Buffer
 
 	// With platformOptions.Idle: every auth API replica's URL (authURL is
-	// the first), their sweepers, and the PATCH requests on Sandboxes the
-	// auth API replicas made (wake patches; the sweepers' are not counted).
+	// the first), their sweepers, and the wake patches on Sandboxes the
+	// auth API replicas made.
 	authURLs    []string
 	sweepers    []*sweeper.Sweeper
 	wakePatches atomic.Int64
@@ -63,9 +66,9 @@ type platform struct {
 // platformOptions shape a platform; the zero value is TestE2EPlatform's.
 type platformOptions struct {
 	// Idle runs two auth API replicas, each with a leader-elected sweeper
-	// (short idle timeout, report interval and lease), and gives each node
-	// proxy an activity tracker and reporter (node i reports to replica i)
-	// and wake-on-connect on its informer index.
+	// (short idle timeout, report interval and lease), and has node i
+	// report activity to and wake through replica i, with a short report
+	// interval and wake timeout.
 	Idle bool
 	// CountOpenConnections sets the sweepers' IDLE_COUNTS_OPEN_CONNECTIONS.
 	CountOpenConnections bool
@@ -73,6 +76,27 @@ type platformOptions struct {
 	// routing: user origins <user>.e2eUserDomain, main origin testHost.
 	Subdomain bool
 }
+
+// Helpers shared with the package's internal tests (export_test.go).
+var (
+	controlPlane = nodeproxy.ControlPlane
+	accessLines  = nodeproxy.AccessLines
+	closeCode    = nodeproxy.CloseCode
+	cookie       = nodeproxy.Cookie
+	echo         = nodeproxy.Echo
+	findCookie   = nodeproxy.FindCookie
+	handshakesOf = nodeproxy.HandshakesOf
+	rawStatus    = nodeproxy.RawStatus
+	readAll      = nodeproxy.ReadAll
+)
+
+const (
+	closeUnauthenticated = nodeproxy.CloseUnauthenticated
+	entryStateName       = nodeproxy.EntryStateName
+	raceEnabled          = nodeproxy.RaceEnabled
+	testHost             = nodeproxy.TestHost
+	upstreamPod          = nodeproxy.UpstreamPod
+)
 
 // Subdomain routing in the e2e platform: the user origins' parent domain
 // and the entry codes' lifetime.
@@ -89,16 +113,40 @@ const (
 	e2eWakeTimeout    = 10 * time.Second
 )
 
-// platformNode is one node's proxy and what it is built from.
+// platformNode is one node's proxy, the shipped assembly, and the informer
+// index it routes with.
 type platformNode struct {
 	name string
 	addr string
+	ops  string // its ops listener
 	idx  *informer.Index
-	hs   *handshake.Handshaker
-	px   *Proxy
 	reg  *prometheus.Registry
-	// tracker is the node's activity table (Idle platform only).
-	tracker *activity.Tracker
+	d    *nodeproxyd.Daemon
+}
+
+// hopsIn is how many hops from another node's proxy n has received with
+// result.
+func (n *platformNode) hopsIn(t *testing.T, result string) float64 {
+	t.Helper()
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sandgate_nodeproxy_hops_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["direction"] == "in" && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // countingTransport counts requests sent to the API server.
@@ -112,15 +160,25 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
-// patchCounter counts PATCH requests on Sandboxes.
-type patchCounter struct {
+// wakeCounter counts wake patches: PATCH requests that set a Sandbox's
+// operating mode to Running (the sweepers' suspend patches are not
+// counted).
+type wakeCounter struct {
 	rt http.RoundTripper
 	n  *atomic.Int64
 }
 
-func (c patchCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/sandboxes/") {
-		c.n.Add(1)
+func (c wakeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/sandboxes/") && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if strings.Contains(string(body), `"operatingMode":"`+string(agents.OperatingModeRunning)+`"`) {
+			c.n.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return c.rt.RoundTrip(r)
 }
@@ -150,7 +208,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	p.authURL = p.authURLs[0]
 
 	// The node proxies' identity: read-only RBAC, a counted API client,
-	// and a token for the auth API's internal audience.
+	// a token for the auth API's internal audience, and the hop key.
 	clustertest.GrantNodeProxy(t, p.kube, p.ns)
 	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
 	if err != nil {
@@ -161,23 +219,18 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	tokenFile, hopKeyFile := filepath.Join(dir, "token"), filepath.Join(dir, "hop.key")
+	for file, data := range map[string][]byte{tokenFile: []byte(saToken), hopKeyFile: nodeproxy.TestHopKey} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetcher, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: p.authURL + "/.well-known/jwks.json"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ver, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience, Leeway: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,165 +243,107 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 				t.Errorf("node proxy: %v", err)
 			}
 		}
-		for _, n := range p.nodes {
-			n.hs.Close()
-		}
 	})
-	run := func(f func() error) {
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- f() }()
-	}
-	run(func() error { return fetcher.Start(runCtx) })
 
 	port := 0
 	for i := 1; i <= 2; i++ {
 		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
-		ip := fmt.Sprintf("127.0.1.%d", i)
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
+		ln, err := net.Listen("tcp", net.JoinHostPort(fmt.Sprintf("127.0.1.%d", i), fmt.Sprint(port)))
 		if err != nil {
 			t.Fatalf("listen on node %d: %v", i, err)
 		}
 		n.addr = ln.Addr().String()
-		if port == 0 {
-			_, ps, _ := net.SplitHostPort(n.addr)
-			port = atoi(t, ps)
+		port = ln.Addr().(*net.TCPAddr).Port
+		c := nodeproxyd.Defaults()
+		c.NodeName, c.Namespace, c.ListenAddr, c.OpsAddr = n.name, p.ns, n.addr, "127.0.0.1:0"
+		c.AuthAPIURL, c.SATokenFile, c.HopKeyFile = p.authURL, tokenFile, hopKeyFile
+		c.LogRoot = sim.Cluster.Kubelet.LogRoot(n.name)
+		c.CookieSecure, c.AllowInsecure, c.ShutdownTimeout = false, true, 2*time.Second
+		if o.Subdomain {
+			c.RoutingMode, c.UserDomain, c.PublicOrigin = string(userorigin.Subdomain), e2eUserDomain, "http://"+testHost
 		}
-		if n.hs, err = handshake.New(handshake.Options{LogRoot: sim.Cluster.Kubelet.LogRoot(n.name), Registerer: n.reg}); err != nil {
+		if o.Idle {
+			// Node i reports to and wakes through replica i.
+			c.AuthAPIURL = p.authURLs[(i-1)%len(p.authURLs)]
+			c.WakeTimeout, c.ReportInterval = e2eWakeTimeout, e2eReportInterval
+		}
+		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		if n.idx, err = informer.New(informer.Options{
-			Namespace: p.ns, NodeName: n.name,
-			Claims: sb.SandboxClaims(p.ns), Sandboxes: sb.Sandboxes(p.ns),
-			Pods: kube.CoreV1().Pods(p.ns), Nodes: kube.CoreV1().Nodes(),
-			OnPodGone: n.hs.ForgetPod, OnUserGone: n.hs.ForgetUser,
+		if n.d, err = nodeproxyd.Assemble(c, nodeproxyd.Deps{
+			Logger: logger.With("process", n.name), Registry: n.reg, Listener: ln,
+			Sources: nodeproxyd.Clients{Kube: kube, Sandboxes: sb},
 		}); err != nil {
 			t.Fatal(err)
 		}
-		opts := Options{
-			NodeName: n.name, Directory: n.idx, Verifier: ver, Handshaker: n.hs, Peers: n.idx, HopKey: testHopKey,
-			ReadyChecks: []ReadyCheck{{"informers", n.idx.HasSynced}, {"jwks", fetcher.Ready}},
-			AuthAPI:     p.authURL, ServiceAccountToken: func() (string, error) { return saToken, nil },
-			PeerPort: port, Logger: logger.With("process", n.name), Registerer: n.reg, Gatherer: n.reg,
-			DrainTimeout: 2 * time.Second,
-		}
-		if o.Subdomain {
-			if opts.OriginVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
-				Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.OriginAudience(authapi.DefaultAudience), Leeway: 5 * time.Second,
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if opts.EntryVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
-				Keys: fetcher, Issuer: authapi.DefaultIssuer, Audience: jwt.EntryAudience(authapi.DefaultAudience), Leeway: 2 * time.Second,
-			}); err != nil {
-				t.Fatal(err)
-			}
-			opts.RoutingMode, opts.UserDomain, opts.PublicOrigin = userorigin.Subdomain, e2eUserDomain, "http://"+testHost
-		}
-		if o.Idle {
-			authURL := p.authURLs[(i-1)%len(p.authURLs)]
-			n.tracker = activity.New(activity.Options{Quiet: e2eReportInterval})
-			rep, err := activity.NewReporter(activity.ReporterOptions{
-				Tracker: n.tracker, Node: n.name, URL: authURL + "/internal/v1/activity",
-				TokenFile: tokenFile, Interval: e2eReportInterval,
-				Logger: logger.With("process", n.name), Registerer: n.reg,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run(func() error { return rep.Run(runCtx) })
-			opts.AuthAPI = authURL
-			opts.Waiter, opts.WakeTimeout = n.idx, e2eWakeTimeout
-			opts.Activity, opts.Namespace = n.tracker, p.ns
-		}
-		if n.px, err = New(opts); err != nil {
-			t.Fatal(err)
-		}
-		run(func() error { return n.idx.Run(runCtx) })
-		run(func() error { return n.px.Serve(runCtx, ln) })
+		n.idx, n.ops = n.d.Index(), n.d.OpsAddr()
+		d := make(chan error, 1)
+		done = append(done, d)
+		go func() { d <- n.d.Run(runCtx) }()
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		waitFor(t, 30*time.Second, n.name+" ready", func() bool { return len(n.px.notReady()) == 0 })
+		waitFor(t, 30*time.Second, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
 }
 
-// startAuth starts auth API replica r on its own listener. With o.Idle it
-// gets a sweeper (identity: its pod name and that listener) as Activity and
-// a Sandbox client whose PATCH requests are counted in p.wakePatches.
+// startAuth starts auth API replica r, the shipped assembly, on its own
+// listener. With o.Idle its sweeper runs (identity: its pod name and that
+// listener) and its wake patches are counted in p.wakePatches; otherwise
+// its sweeper is held apart and never runs.
 func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 	t := p.t
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	name := fmt.Sprintf("authapi-%d", r)
+	c := authapid.Defaults()
+	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", name
+	c.Namespace, c.WarmPool, c.TrustedProxies = p.ns, "dsh-pool", "127.0.0.0/8"
+	c.AllowedServiceAccounts = "system:serviceaccount:" + p.ns + ":nodeproxy"
+	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
+	c.WakeTimeout, c.TokenReviewCacheTTL = 20*time.Second, time.Second
+	if o.Subdomain {
+		c.RoutingMode, c.UserDomain, c.EntryCodeTTL = string(userorigin.Subdomain), e2eUserDomain, e2eEntryCodeTTL
+	}
+	deps := authapid.Deps{Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: !o.Idle}
+	if o.Idle {
+		deps.Logger = logger.With("process", name)
+		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = e2eLease, 2*time.Second, 500*time.Millisecond
+		c.IdleTimeout, c.ReportInterval, c.IdleCountsOpenConnections = e2eIdleTimeout, e2eReportInterval, o.CountOpenConnections
+		cfg := p.cp.AdminConfig()
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return wakeCounter{rt, &p.wakePatches} }
+		var err error
+		if deps.Sandboxes, err = sandboxapi.NewForConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	auth, err := authapid.Assemble(c, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := fmt.Sprintf("authapi-%d", r)
-	opts := authapi.Options{
-		Kube: p.kube, Sandboxes: p.sb, Namespace: p.ns, WarmPool: "dsh-pool",
-		WakeTimeout: 20 * time.Second, TokenReviewCacheTTL: time.Second,
-		AllowedServiceAccounts: []string{"system:serviceaccount:" + p.ns + ":nodeproxy"},
-		TrustedProxies:         mustPrefixes("127.0.0.0/8"),
-		Logger:                 logger.With("process", "authapi"),
-	}
-	if o.Subdomain {
-		opts.RoutingMode, opts.UserDomain, opts.EntryCodeTTL = userorigin.Subdomain, e2eUserDomain, e2eEntryCodeTTL
+	if o.Idle {
+		p.sweepers = append(p.sweepers, auth.Sweeper())
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	var sw *sweeper.Sweeper
-	if o.Idle {
-		opts.Logger = logger.With("process", name)
-		cfg := p.cp.AdminConfig()
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return patchCounter{rt, &p.wakePatches} }
-		if opts.Sandboxes, err = sandboxapi.NewForConfig(cfg); err != nil {
-			t.Fatal(err)
-		}
-		sw, err = sweeper.New(sweeper.Options{
-			Namespace: p.ns, Sandboxes: p.sb.Sandboxes(p.ns), Claims: p.sb.SandboxClaims(p.ns),
-			Leases: p.kube.CoordinationV1(), Identity: sweeper.Identity(name, ln.Addr().String()),
-			Pods: p.kube.CoreV1().Pods(p.ns), Events: p.kube.CoreV1().Events(p.ns),
-			LeaseDuration: e2eLease, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
-			IdleTimeout: e2eIdleTimeout, ReportInterval: e2eReportInterval, CountOpenConnections: o.CountOpenConnections,
-			Logger: opts.Logger,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts.Activity = sw
-		p.sweepers = append(p.sweepers, sw)
-	}
-	auth, err := authapi.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	authDone := make(chan error, 1)
-	go func() { authDone <- auth.Run(ctx) }()
-	swDone := make(chan error, 1)
-	if sw != nil {
-		go func() { swDone <- sw.Run(ctx) }()
-	} else {
-		swDone <- nil
-	}
-	srv := &http.Server{Handler: auth.Handler()}
-	go srv.Serve(ln)
+	done := make(chan error, 1)
+	go func() { done <- auth.Run(ctx) }()
 	t.Cleanup(func() {
-		srv.Close()
 		stop()
-		<-authDone
-		if err := <-swDone; err != nil {
-			t.Errorf("%s sweeper: %v", name, err)
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", name, err)
 		}
 	})
-	p.authURLs = append(p.authURLs, "http://"+ln.Addr().String())
+	p.authURLs = append(p.authURLs, "http://"+auth.Addr())
 	waitFor(t, 30*time.Second, name+" ready", auth.Ready)
 }
 
-func mustPrefixes(s ...string) []netip.Prefix {
-	out := make([]netip.Prefix, 0, len(s))
-	for _, v := range s {
-		out = append(out, netip.MustParsePrefix(v))
+// getStatus is the status of a GET of url, 0 when it fails.
+func getStatus(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
 	}
-	return out
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // account is a signed-up user: bearer token and session cookie value.
@@ -381,7 +376,7 @@ func (p *platform) signup(i int, user string) e2eAccount {
 	}
 	a := e2eAccount{user: user, bearer: out.Token}
 	for _, c := range resp.Cookies() {
-		if c.Name == DefaultCookieName {
+		if c.Name == nodeproxy.DefaultCookieName {
 			a.session = c.Value
 		}
 	}

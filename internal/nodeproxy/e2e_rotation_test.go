@@ -1,4 +1,4 @@
-package nodeproxy
+package nodeproxy_test
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/nodeproxy"
 )
 
 // TestE2EKeyRotationKeepsIdleUsers: alice signs up, then goes idle while
@@ -41,7 +42,7 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 	if kid := tokenKID(t, bob.session); kid != newest {
 		t.Fatalf("bob's session is signed by %q, want the newest key %q", kid, newest)
 	}
-	ver := p.nodes[0].px.opts.Verifier
+	ver := p.nodes[0].d.Verifier()
 	waitFor(t, 30*time.Second, "the node proxies' key set refreshed by bob's token", func() bool {
 		_, err := ver.Verify(bob.session)
 		return err == nil
@@ -57,7 +58,7 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 		}
 		renewed := ""
 		for _, c := range resp.Cookies() {
-			if c.Name == DefaultCookieName {
+			if c.Name == nodeproxy.DefaultCookieName {
 				renewed = c.Value
 			}
 		}
@@ -104,7 +105,7 @@ func (p *platform) signupUnseen(i int, user string) e2eAccount {
 	}
 	a := e2eAccount{user: user, bearer: out.Token}
 	for _, c := range resp.Cookies() {
-		if c.Name == DefaultCookieName {
+		if c.Name == nodeproxy.DefaultCookieName {
 			a.session = c.Value
 		}
 	}

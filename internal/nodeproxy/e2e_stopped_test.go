@@ -1,4 +1,4 @@
-package nodeproxy
+package nodeproxy_test
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package nodeproxy
+package nodeproxy_test
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -39,7 +40,7 @@ func TestE2ESubdomain(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/chat?x=1" {
 			t.Fatalf("entry: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
-		ck := findCookie(resp, DefaultOriginCookieName)
+		ck := findCookie(resp, nodeproxy.DefaultOriginCookieName)
 		if ck == nil {
 			t.Fatal("no origin session cookie")
 		}
@@ -47,7 +48,7 @@ func TestE2ESubdomain(t *testing.T) {
 		if strings.Contains(raw, "domain=") || !ck.HttpOnly || ck.Path != "/" || ck.SameSite != http.SameSiteLaxMode {
 			t.Errorf("origin cookie %q: want host-only, HttpOnly, Path=/, SameSite=Lax", resp.Header.Get("Set-Cookie"))
 		}
-		if strings.Contains(raw, DefaultCookieName+"=") {
+		if strings.Contains(raw, nodeproxy.DefaultCookieName+"=") {
 			t.Error("the main session cookie was set on the user origin")
 		}
 		for i := range p.nodes {
@@ -56,7 +57,7 @@ func TestE2ESubdomain(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("app through node %d: %d", i, resp.StatusCode)
 			}
-			if c := e.Headers["Cookie"]; strings.Contains(strings.Join(c, ";"), DefaultOriginCookieName) {
+			if c := e.Headers["Cookie"]; strings.Contains(strings.Join(c, ";"), nodeproxy.DefaultOriginCookieName) {
 				t.Errorf("the app saw the origin cookie: %q", c)
 			}
 		}
@@ -123,7 +124,7 @@ func TestE2ESubdomain(t *testing.T) {
 				state := cmp.Or(tt.state, e2eEntryState)
 				resp := p.redeemWith(1, host, u, state)
 				body := readAll(t, resp)
-				if resp.StatusCode != http.StatusUnauthorized || findCookie(resp, DefaultOriginCookieName) != nil {
+				if resp.StatusCode != http.StatusUnauthorized || findCookie(resp, nodeproxy.DefaultOriginCookieName) != nil {
 					t.Errorf("%d %q with cookie %q, want 401 and no session", resp.StatusCode, body, resp.Header.Get("Set-Cookie"))
 				}
 				if code := u.Query().Get("code"); strings.Contains(p.logs.String(), code) {
@@ -220,16 +221,7 @@ func TestE2ESubdomain(t *testing.T) {
 // userHost is user's origin host in the e2e platform.
 func userHost(user string) string { return user + "." + e2eUserDomain }
 
-func originCookie(tok string) string { return DefaultOriginCookieName + "=" + tok }
-
-func findCookie(resp *http.Response, name string) *http.Cookie {
-	for _, c := range resp.Cookies() {
-		if c.Name == name && c.Value != "" {
-			return c
-		}
-	}
-	return nil
-}
+func originCookie(tok string) string { return nodeproxy.DefaultOriginCookieName + "=" + tok }
 
 // e2eEntryState is the test browser's entry state, as the user origin
 // sets it before sending the browser to the main origin.
@@ -277,7 +269,7 @@ func (p *platform) enter(i int, user, session, path string) string {
 	p.t.Helper()
 	resp := p.redeem(i, userHost(user), p.mint(i, user, session, path))
 	readAll(p.t, resp)
-	ck := findCookie(resp, DefaultOriginCookieName)
+	ck := findCookie(resp, nodeproxy.DefaultOriginCookieName)
 	if resp.StatusCode != http.StatusSeeOther || ck == nil {
 		p.t.Fatalf("entering %s: %d without an origin session", userHost(user), resp.StatusCode)
 	}

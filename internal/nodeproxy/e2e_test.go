@@ -1,4 +1,4 @@
-package nodeproxy
+package nodeproxy_test
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
 )
@@ -32,7 +31,7 @@ func TestE2EPlatform(t *testing.T) {
 		home := p.podNode("alice")
 		other := 1 - home
 		otherBefore := handshakesOf(t, p.nodes[other].reg)
-		hopsBefore := testutil.ToFloat64(p.nodes[home].px.m.hops.WithLabelValues("in", "authenticated"))
+		hopsBefore := p.nodes[home].hopsIn(t, "authenticated")
 		for _, i := range []int{home, other} {
 			e := echoOf(t, p.get(i, "/u/alice/api/echo", aliceCookie))
 			if e.Host != testHost || !strings.HasPrefix(e.Headers.Get("Cookie"), "dsh-auth-") {
@@ -45,7 +44,7 @@ func TestE2EPlatform(t *testing.T) {
 		}
 		// The launch token and the app's cookie stay on the pod's node:
 		// the other node hops and never runs a handshake for alice.
-		if n := testutil.ToFloat64(p.nodes[home].px.m.hops.WithLabelValues("in", "authenticated")) - hopsBefore; n != 2 {
+		if n := p.nodes[home].hopsIn(t, "authenticated") - hopsBefore; n != 2 {
 			t.Errorf("%s authenticated %v hops, want 2", p.nodes[home].name, n)
 		}
 		if n := handshakesOf(t, p.nodes[other].reg) - otherBefore; n != 0 {

@@ -10,7 +10,7 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 )
 
-// Outcomes that end a request early. Stages wrap them with %w; outcome maps
+// Outcomes that end a request early. Stages wrap them with %w; resultOf maps
 // them to what the client sees, in this one place.
 var (
 	// ErrBadRequest means a malformed path, Host or header.
@@ -76,9 +76,9 @@ type result struct {
 	wsClose    int // WebSocket close code when the upgrade was accepted
 }
 
-// outcome maps an error to the client's answer. It is the only place that
+// resultOf maps an error to the client's answer. It is the only place that
 // knows status codes for errors.
-func outcome(err error) result {
+func resultOf(err error) result {
 	r := func(status int, msg string) result {
 		return result{status: status, message: msg, wsClose: websocket.CloseInternalServerErr}
 	}

@@ -62,7 +62,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	p.track(x, entry.Route.Sandbox)
 	if entry, err = p.awaitReady(ctx, x, entry); err != nil {
 		if errors.Is(err, ErrWakeTimeout) && navigation(ctx, x) {
-			p.wakingResponse(ctx, x, err)
+			p.wakingPage(ctx, x, err)
 			return
 		}
 		p.fail(ctx, x, err)
@@ -82,11 +82,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		p.fail(ctx, x, err)
 		return
 	}
-	if x.ws {
-		p.bridgePod(ctx, x, up)
-		return
-	}
-	p.proxyPod(ctx, x, up)
+	p.toPod(ctx, x, up)
 }
 
 // begin copies what the stages and the access log need out of the request.
@@ -103,13 +99,13 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 		trust.vouched = p.checkHop(ctx, r, peer)
 	}
 	x := &exchange{
-		start:  time.Now(),
-		route:  r,
-		method: string(ctx.Method()),
-		peer:   peer,
-		client: p.clientOf(&ctx.Request.Header, peer, trust.trusted),
-		hopIn:  hop,
-		fwd:    forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), trust.trusted(peer)),
+		outcome: outcome{start: time.Now()},
+		route:   r,
+		method:  string(ctx.Method()),
+		peer:    peer,
+		client:  p.clientOf(&ctx.Request.Header, peer, trust.trusted),
+		hopIn:   hop,
+		fwd:     forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), trust.trusted(peer)),
 	}
 	if x.route.kind == routeUser {
 		x.ws = websocket.FastHTTPIsWebSocketUpgrade(ctx)
@@ -161,69 +157,5 @@ func (p *Proxy) redirect(ctx *fasthttp.RequestCtx, x *exchange) {
 	}
 	ctx.Response.Header.Set("Location", x.route.target)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.SetStatusCode(status)
-	x.status = status
-	p.finish(x)
-}
-
-// fail answers a request that ends early. A WebSocket upgrade is accepted
-// and then closed with the outcome's close code, as browsers only see
-// close codes; one from another origin gets a plain 403 and no socket.
-func (p *Proxy) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	x.err = err
-	if x.ws && !errors.Is(err, ErrCrossOrigin) {
-		p.rejectWS(ctx, x, err)
-		return
-	}
-	res := outcome(err)
-	ctx.Response.Header.Set("Content-Type", "text/plain; charset=utf-8")
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
-	if res.retryAfter {
-		ctx.Response.Header.Set("Retry-After", fmt.Sprint(int((p.opts.RetryAfter+time.Second-1)/time.Second)))
-	}
-	if res.status == fasthttp.StatusUnauthorized {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="sandgate"`)
-	}
-	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
-		// The body may be unread: do not leave it to be parsed as the
-		// next request.
-		closeAfterAnswer(ctx)
-	}
-	if p.errorPage(ctx, x, err, res) {
-		return
-	}
-	ctx.SetStatusCode(res.status)
-	ctx.SetBodyString(res.message + "\n")
-	x.status = res.status
-	p.finish(x)
-}
-
-// serveError answers requests fasthttp could not parse (header too large,
-// bad request line, body read timeout before the handler).
-func (p *Proxy) serveError(ctx *fasthttp.RequestCtx, err error) {
-	status := fasthttp.StatusBadRequest
-	var timeout interface{ Timeout() bool }
-	if _, ok := errors.AsType[*fasthttp.ErrSmallBuffer](err); ok {
-		status = fasthttp.StatusRequestHeaderFieldsTooLarge
-	} else if errors.As(err, &timeout) && timeout.Timeout() {
-		status = fasthttp.StatusRequestTimeout
-	}
-	ctx.SetStatusCode(status)
-	ctx.SetConnectionClose()
-	p.access.Info("request", "status", status, "route", "unparsed", "client", peerAddr(ctx).String(), "err", "malformed request")
-	p.m.requests.WithLabelValues("unparsed", codeClass(status)).Inc()
-}
-
-// expect answers "Expect: 100-continue": a declared body over MAX_BODY_MB
-// is refused before the client sends it. fasthttp then skips the handler,
-// so the refusal is logged here.
-func (p *Proxy) expect(ctx *fasthttp.RequestCtx) int {
-	if int64(ctx.Request.Header.ContentLength()) <= p.opts.MaxBodyBytes {
-		return fasthttp.StatusContinue
-	}
-	x := p.begin(ctx)
-	x.status, x.err = fasthttp.StatusRequestEntityTooLarge, ErrBodyTooLarge
-	p.finish(x)
-	return fasthttp.StatusRequestEntityTooLarge
+	p.reply(ctx, x, status, nil)
 }

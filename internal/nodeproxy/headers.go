@@ -160,16 +160,11 @@ func forwardedOf(req *fasthttp.RequestHeader, peer netip.Addr, tls, trusted bool
 	return f
 }
 
-func (f forwarded) set(h *fasthttp.RequestHeader) {
-	h.Set("X-Forwarded-For", f.xff)
-	h.Set("X-Forwarded-Proto", f.proto)
-	h.Set("X-Forwarded-Host", f.host)
-}
-
-func (f forwarded) setHTTP(h http.Header) {
-	h.Set("X-Forwarded-For", f.xff)
-	h.Set("X-Forwarded-Proto", f.proto)
-	h.Set("X-Forwarded-Host", f.host)
+// setOn sets the X-Forwarded-* headers with set.
+func (f forwarded) setOn(set func(k, v string)) {
+	set("X-Forwarded-For", f.xff)
+	set("X-Forwarded-Proto", f.proto)
+	set("X-Forwarded-Host", f.host)
 }
 
 // respPolicy says how an upstream response's headers are rewritten.

@@ -26,7 +26,7 @@ type metrics struct {
 	auth        *prometheus.CounterVec // method, result
 	renewals    *prometheus.CounterVec // result
 	retries     prometheus.Counter
-	wakes       *prometheus.CounterVec // result: ready, timeout, error
+	wakes       *prometheus.CounterVec // result: ready, timeout, page, error
 	wakeLatency prometheus.Histogram
 	durations   *prometheus.HistogramVec // route
 	// durationOf and durationHopIn are durations' observers, resolved
@@ -90,7 +90,8 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 		}),
 		wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wakes_total",
-			Help: "Requests held for a suspended or not-Ready sandbox, by result (ready, timeout, error).",
+			Help: "Requests held for a suspended or not-Ready sandbox, by result: ready, timeout (WAKE_TIMEOUT passed), " +
+				"page (a browser navigation held for at most a second, then given the waking page, which reloads itself: each reload counts once), error.",
 		}, []string{"result"}),
 		wakeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wake_duration_seconds",
@@ -115,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 		m.durationOf[k] = m.durations.WithLabelValues(k.String())
 	}
 	m.durationHopIn = m.durations.WithLabelValues(routeHopIn)
-	for _, r := range []string{wakeReady, wakeTimeout, wakeFailed} {
+	for _, r := range []string{wakeReady, wakeTimeout, wakePage, wakeFailed} {
 		m.wakes.WithLabelValues(r)
 	}
 	for _, s := range []string{stageAuth, stageResolve, stageHandshake, stageUpstream} {

@@ -156,6 +156,9 @@ type Options struct {
 	EntryVerifier Verifier
 	// RedeemPath is the auth API's entry code endpoint.
 	RedeemPath string
+	// ActivityPath is the auth API's activity report endpoint, which
+	// ActivitySender posts to.
+	ActivityPath string
 
 	// AuthProxyHeader is the header the auth API takes an SSO proxy's
 	// user from (its AUTH_PROXY_HEADER), when set: like every identity
@@ -291,6 +294,9 @@ func (o Options) Validate() error {
 	if o.RedeemPath != "" && !strings.HasPrefix(o.RedeemPath, "/") {
 		bad("redeem path %q must start with /", o.RedeemPath)
 	}
+	if o.ActivityPath != "" && !strings.HasPrefix(o.ActivityPath, "/") {
+		bad("activity path %q must start with /", o.ActivityPath)
+	}
 	if _, err := userorigin.ParseMode(string(o.RoutingMode)); err != nil {
 		bad("%v", err)
 	} else if o.RoutingMode == userorigin.Subdomain {
@@ -380,6 +386,7 @@ func (o Options) withDefaults() Options {
 	o.PublicOrigin = strings.TrimSuffix(o.PublicOrigin, "/")
 	setS(&o.AuthAPIInternal, o.AuthAPI)
 	setS(&o.RedeemPath, DefaultRedeemPath)
+	setS(&o.ActivityPath, DefaultActivityPath)
 	setS(&o.RenewPath, DefaultRenewPath)
 	setS(&o.WakePath, DefaultWakePath)
 	setD(&o.WakeTimeout, DefaultWakeTimeout)

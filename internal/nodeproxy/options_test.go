@@ -67,9 +67,9 @@ func TestOutcome(t *testing.T) {
 		{handshake.ErrInvalidRef, 500, 1011, false},
 		{errors.New("surprise"), 500, 1011, false},
 	} {
-		r := outcome(errors.Join(errors.New("context"), tc.err))
+		r := resultOf(errors.Join(errors.New("context"), tc.err))
 		if r.status != tc.status || r.wsClose != tc.close || r.retryAfter != tc.retry {
-			t.Errorf("outcome(%v) = %+v, want %d/%d/%v", tc.err, r, tc.status, tc.close, tc.retry)
+			t.Errorf("resultOf(%v) = %+v, want %d/%d/%v", tc.err, r, tc.status, tc.close, tc.retry)
 		}
 	}
 }

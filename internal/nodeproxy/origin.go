@@ -236,7 +236,5 @@ func (p *Proxy) seeOther(ctx *fasthttp.RequestCtx, x *exchange, loc string) {
 	ctx.Response.Header.Set("Location", loc)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("Referrer-Policy", "no-referrer")
-	ctx.SetStatusCode(fasthttp.StatusSeeOther)
-	x.status = fasthttp.StatusSeeOther
-	p.finish(x)
+	p.reply(ctx, x, fasthttp.StatusSeeOther, nil)
 }

@@ -106,20 +106,6 @@ func (p *Proxy) mainURL(x *exchange, path string) string {
 	return path
 }
 
-// writePage ends the exchange with m as a page of status, with the
-// security headers of every sandgate page.
-func (p *Proxy) writePage(ctx *fasthttp.RequestCtx, x *exchange, status int, m webpage.Message) {
-	var buf bytes.Buffer
-	_ = webpage.Render(&buf, m) // a fixed template: only a write to buf, which cannot fail
-	for _, kv := range webpage.Headers(pageCSP) {
-		ctx.Response.Header.Set(kv[0], kv[1])
-	}
-	ctx.SetStatusCode(status)
-	ctx.SetBody(buf.Bytes())
-	x.status = status
-	p.finish(x)
-}
-
 func capitalize(s string) string {
 	if s == "" {
 		return s

@@ -12,55 +12,58 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// proxyPod is the proxy stage for a pod on this node: read the body, send
-// the request with the app's cookie, retry once with a refreshed handshake
-// if the app answers 401 and the body can be sent again, then stream the
-// response back. A body that cannot be sent again goes out only with a
-// cookie the app accepted lately, or after a refresh (docs/handshake.md).
-func (p *Proxy) proxyPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
-	b, err := p.readBody(ctx, x)
-	if err != nil {
-		p.fail(ctx, x, err)
-		return
-	}
-	defer b.release()
-	if !b.complete() {
-		if up, err = p.confirm(ctx, up); err != nil {
-			p.fail(ctx, x, err)
-			return
-		}
-	}
-	uri := "http://" + up.target.Addr + x.route.target
-	headers := func(h *fasthttp.RequestHeader, up upstream) {
-		p.policy.copyToApp(h, &ctx.Request.Header)
-		x.fwd.set(h)
-		h.Set("Cookie", up.cookie)
-		if x.route.origin != "" {
-			h.SetHost(up.target.Host)
-			if o := p.appOrigin(x, h.Peek("Origin")); o != "" {
-				h.Set("Origin", o)
+// toPod is the proxy stage for a pod on this node: the request goes with
+// the app's cookie, and is sent once more with a refreshed handshake if
+// the app answers 401 and the body can be sent again (appRetry). A
+// WebSocket dial gets the same headers.
+func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
+	app := &appRetry{up: up}
+	p.forward(ctx, x, forwarding{
+		upstream:    upstreamPod,
+		origin:      "http://" + up.target.Addr,
+		target:      x.route.target,
+		copyHeaders: p.policy.copyToApp,
+		wsHeaders:   p.policy.httpHeaderForApp,
+		setHeaders: func(h outHeader, _ string) {
+			h.Set("Cookie", app.up.cookie)
+			if x.route.origin != "" {
+				h.SetHost(app.up.target.Host)
+				if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
+					h.Set("Origin", o)
+				}
 			}
-		}
-	}
-	resp, err := p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) { headers(h, up) })
-	if err == nil && resp.StatusCode() == fasthttp.StatusUnauthorized && b.complete() {
-		discard(resp)
-		if up, err = p.refresh(ctx, up); err != nil {
-			p.fail(ctx, x, err)
-			return
-		}
-		x.retried = true
-		p.m.retries.Inc()
-		resp, err = p.roundTrip(ctx, uri, b, func(h *fasthttp.RequestHeader) { headers(h, up) })
-	}
+		},
+		readBody:  p.readBody,
+		app:       app,
+		failed:    unmapped,
+		wsFailure: "WebSocket dial",
+		resp:      appPolicy(x, x.route.prefix()),
+	})
+}
+
+// appRetry is the retry rule of a pod's app. A body that cannot be sent
+// again goes out only with a cookie the app accepted lately, or after a
+// refresh (docs/handshake.md); a 401 to one that can is answered by a
+// refresh and one more try.
+type appRetry struct{ up upstream }
+
+// confirm readies the cookie for a body that cannot be sent again.
+func (a *appRetry) confirm(p *Proxy, ctx *fasthttp.RequestCtx) error {
+	up, err := p.confirm(ctx, a.up)
+	a.up = up
+	return err
+}
+
+// refresh replaces the cookie the app refused, before the one retry.
+func (a *appRetry) refresh(p *Proxy, ctx *fasthttp.RequestCtx, x *exchange) error {
+	up, err := p.refresh(ctx, a.up)
 	if err != nil {
-		p.fail(ctx, x, err)
-		return
+		return err
 	}
-	if resp.StatusCode() != fasthttp.StatusUnauthorized {
-		p.uploads.accepted.accepted(up.cookie)
-	}
-	p.respond(ctx, x, resp, appPolicy(x, x.route.prefix()))
+	a.up = up
+	x.retried = true
+	p.m.retries.Inc()
+	return nil
 }
 
 // roundTrip sends one request upstream and returns the response with its

@@ -1,8 +1,6 @@
 package nodeproxy
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,30 +49,23 @@ func must[T any](v T, err error) T {
 }
 
 // renewer asks the auth API for fresh session tokens, and in subdomain
-// routing redeems entry codes for origin sessions, authenticating with
-// this proxy's ServiceAccount token. Concurrent renewals of one token share
-// a call, and the result is remembered briefly.
+// routing redeems entry codes for origin sessions. Concurrent renewals of
+// one token share a call, and the result is remembered briefly.
 type renewer struct {
-	url, redeemURL string
-	client         *http.Client
-	saToken        func() (string, error)
-	timeout        time.Duration
-	cookie         func(name, token string, maxAge int) string
-	m              *metrics
-	group          singleflight.Group
-	recent         *lru.Cache[string, renewal]
-	now            func() time.Time
-	reach          *reachability
+	api                   *authClient
+	renewPath, redeemPath string
+	cookie                func(name, token string, maxAge int) string
+	m                     *metrics
+	group                 singleflight.Group
+	recent                *lru.Cache[string, renewal]
+	now                   func() time.Time
 }
 
-func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
-	base := strings.TrimSuffix(o.AuthAPIInternal, "/")
+func newRenewer(o Options, m *metrics, api *authClient) *renewer {
 	return &renewer{
-		url:       base + o.RenewPath,
-		redeemURL: base + o.RedeemPath,
-		client:    client,
-		saToken:   o.ServiceAccountToken,
-		timeout:   o.RenewTimeout,
+		api:        api,
+		renewPath:  o.RenewPath,
+		redeemPath: o.RedeemPath,
 		cookie: func(name, token string, maxAge int) string {
 			c := &http.Cookie{Name: name, Value: token, Path: "/", MaxAge: maxAge, HttpOnly: true,
 				Secure: o.CookieSecure, SameSite: http.SameSiteLaxMode}
@@ -83,7 +74,6 @@ func newRenewer(o Options, m *metrics, client *http.Client) *renewer {
 		m:      m,
 		recent: must(lru.New[string, renewal](4096)),
 		now:    time.Now,
-		reach:  newReachability(o, m),
 	}
 }
 
@@ -95,7 +85,7 @@ func (r *renewer) renew(old, cookieName string) (renewal, error) {
 		return res, nil
 	}
 	v, err, _ := r.group.Do(old, func() (any, error) {
-		res, err := r.reachable(callRenew, r.url, map[string]string{"token": old}, cookieName)
+		res, err := r.call(callRenew, r.renewPath, map[string]string{"token": old}, cookieName)
 		switch {
 		case err == nil:
 			r.m.renewals.WithLabelValues(renewOK).Inc()
@@ -120,30 +110,8 @@ func (r *renewer) renew(old, cookieName string) (renewal, error) {
 // carried by the cookie called cookieName. The auth API accepts each code
 // once.
 func (r *renewer) redeem(code, origin, cookieName string) (renewal, error) {
-	return r.reachable(callRedeem, r.redeemURL, map[string]string{"code": code, "origin": origin}, cookieName)
+	return r.call(callRedeem, r.redeemPath, map[string]string{"code": code, "origin": origin}, cookieName)
 }
-
-// reachable is call unless the auth API was found unreachable moments
-// ago, and records whether it answered.
-func (r *renewer) reachable(what, url string, in map[string]string, cookieName string) (renewal, error) {
-	if err := r.reach.check(what); err != nil {
-		return renewal{}, err
-	}
-	res, err := r.call(url, in, cookieName)
-	var down *unreachableError
-	switch {
-	case errors.As(err, &down):
-		return renewal{}, r.reach.failed(what, down.cause)
-	case err == nil, errors.Is(err, errRenewRefused), errors.Is(err, ErrUpstream):
-		r.reach.reached() // an answer, welcome or not
-	}
-	return res, err
-}
-
-// unreachableError is a call that no auth API replica answered.
-type unreachableError struct{ cause string }
-
-func (e *unreachableError) Error() string { return "auth API unreachable: " + e.cause }
 
 // renewReply is the auth API's answer to a renewal or a redemption.
 type renewReply struct {
@@ -154,34 +122,26 @@ type renewReply struct {
 	SetCookie string `json:"set_cookie"`
 }
 
-func (r *renewer) call(url string, in map[string]string, cookieName string) (renewal, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
+// call asks the auth API for a session token at path and reads its
+// answer.
+func (r *renewer) call(what, path string, in map[string]string, cookieName string) (renewal, error) {
 	body, _ := json.Marshal(in) // a string map always encodes
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return renewal{}, fmt.Errorf("build auth API request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if r.saToken != nil {
-		sa, err := r.saToken()
-		if err != nil {
-			return renewal{}, fmt.Errorf("read service account token: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+sa)
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return renewal{}, &unreachableError{cause: "call failed"}
-	}
-	defer resp.Body.Close()
+	var res renewal
+	err := r.api.guarded(what, path, body, func(resp *http.Response) error {
+		var err error
+		res, err = r.read(resp, cookieName)
+		return err
+	})
+	return res, err
+}
+
+// read turns the auth API's answer into a renewal.
+func (r *renewer) read(resp *http.Response, cookieName string) (renewal, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxRenewResponse))
 	if err != nil {
 		return renewal{}, &unreachableError{cause: "read response"}
 	}
 	switch {
-	case unreachableStatus(resp.StatusCode):
-		return renewal{}, &unreachableError{cause: fmt.Sprintf("status %d", resp.StatusCode)}
 	case resp.StatusCode == http.StatusUnauthorized, resp.StatusCode == http.StatusForbidden, resp.StatusCode == http.StatusGone:
 		return renewal{}, fmt.Errorf("%w: status %d", errRenewRefused, resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:

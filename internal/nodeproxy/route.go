@@ -34,6 +34,7 @@ const (
 const (
 	routeWebSocket = "websocket"
 	routeHopIn     = "hop_in"
+	routeUnparsed  = "unparsed" // fasthttp could not parse the request
 )
 
 // String names the kind for metrics and logs.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -29,13 +28,13 @@ type Proxy struct {
 	m        *metrics
 	policy   headerPolicy
 	inflight *inFlight
+	authAPI  *authClient // renewal, redemption, wake, activity reports
 	renewer  *renewer
 	waker    *waker
 	entries  *failLimiter     // refused entry codes per client
 	unknown  *failLimiter     // refused sessions of unknown keys per client
 	uploads  *uploads         // what bodies that cannot be sent twice need
 	client   *fasthttp.Client // pods, peers and the auth API
-	authBase string           // scheme://host[:port] of the auth API
 	hopValue string           // X-Sandgate-Hop value: this node's name
 	hopAuth  *hopAuth         // signs and verifies hops; nil without a hop key
 	mainHost string           // host[:port] of PublicOrigin, the apps' Host on user origins
@@ -70,7 +69,6 @@ func New(o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	u, _ := url.Parse(o.AuthAPI) // Validate parsed it
 	p := &Proxy{
 		opts:            o,
 		log:             o.Logger.With("component", "nodeproxy"),
@@ -78,7 +76,6 @@ func New(o Options) (*Proxy, error) {
 		m:               m,
 		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
 		inflight:        newInFlight(o.MaxInFlightPerUser),
-		authBase:        u.Scheme + "://" + u.Host,
 		hopValue:        o.NodeName,
 		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
 		sockets:         newWSRegistry(),
@@ -115,23 +112,15 @@ func New(o Options) (*Proxy, error) {
 		WriteBufferSize:  4 << 10,
 		WriteBufferPool:  writeBuffers,
 	}
-	authClient := &http.Client{
-		Timeout: o.RenewTimeout,
-		Transport: &http.Transport{
-			DialContext:         p.dialNet,
-			MaxIdleConnsPerHost: 4,
-			IdleConnTimeout:     30 * time.Second,
-			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
-		},
-	}
 	if u, err := url.Parse(o.PublicOrigin); err == nil {
 		p.mainHost = u.Host
 	}
 	if o.HopKey != nil {
 		p.hopAuth = newHopAuth(o.HopKey, o.Now, hopNonces)
 	}
-	p.renewer = newRenewer(o, m, authClient)
-	p.waker = newWaker(o, authClient)
+	p.authAPI = newAuthClient(o, m, p.dialNet)
+	p.renewer = newRenewer(o, m, p.authAPI)
+	p.waker = newWaker(o, p.authAPI)
 	p.entries = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	p.unknown = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	p.uploads = newUploads(p)

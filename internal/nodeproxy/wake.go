@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +21,7 @@ import (
 const (
 	wakeReady   = "ready"   // the held request went on to its sandbox
 	wakeTimeout = "timeout" // WAKE_TIMEOUT passed first
+	wakePage    = "page"    // pageHold passed first: a navigation, answered with the waking page
 	wakeFailed  = "error"   // the account went away or the proxy shut down
 )
 
@@ -32,11 +31,9 @@ const wakePageRefresh = 3
 // waker asks the auth API to wake sandboxes: one call per sandbox while a
 // wake is under way (WakeTimeout), however many requests wait for it.
 type waker struct {
-	url     string
-	client  *http.Client
-	saToken func() (string, error)
+	api     *authClient
+	path    string
 	timeout time.Duration
-	retry   time.Duration // RetryAfter, for an unreachable auth API
 	now     func() time.Time
 	group   singleflight.Group
 
@@ -49,11 +46,8 @@ type waker struct {
 	pages wakeClock
 }
 
-func newWaker(o Options, client *http.Client) *waker {
-	return &waker{
-		url: strings.TrimSuffix(o.AuthAPIInternal, "/") + o.WakePath, client: client, saToken: o.ServiceAccountToken,
-		timeout: o.WakeTimeout, retry: o.RetryAfter, now: o.Now, called: map[string]time.Time{},
-	}
+func newWaker(o Options, api *authClient) *waker {
+	return &waker{api: api, path: o.WakePath, timeout: o.WakeTimeout, now: o.Now, called: map[string]time.Time{}}
 }
 
 func wakeKey(user, sandbox string) string {
@@ -65,7 +59,7 @@ func wakeKey(user, sandbox string) string {
 
 // wake asks the auth API once to wake user's sandbox, unless a call for
 // the same sandbox succeeded within the wake timeout and has not finished.
-func (w *waker) wake(ctx context.Context, user, sandbox string) error {
+func (w *waker) wake(user, sandbox string) error {
 	key := wakeKey(user, sandbox)
 	now := w.now()
 	w.mu.Lock()
@@ -81,7 +75,7 @@ func (w *waker) wake(ctx context.Context, user, sandbox string) error {
 			return nil, nil
 		}
 		w.mu.Unlock()
-		if err := w.post(context.WithoutCancel(ctx), user); err != nil {
+		if err := w.post(user); err != nil {
 			return nil, err
 		}
 		w.mu.Lock()
@@ -112,33 +106,18 @@ func (w *waker) woke(user, sandbox string) {
 	w.mu.Unlock()
 }
 
-func (w *waker) post(ctx context.Context, user string) error {
+// post asks the auth API to wake user's sandbox. It is not cut short by
+// the request that asked: the requests that wait after it share its call.
+func (w *waker) post(user string) error {
 	body, _ := json.Marshal(map[string]string{"user": user}) // a map of strings always encodes
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("build wake request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if w.saToken != nil {
-		tok, err := w.saToken()
-		if err != nil {
-			return fmt.Errorf("service account token: %w", err)
+	err := w.api.call(w.path, body, func(resp *http.Response) error {
+		drainBody(resp)
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("%w: wake answered %d", ErrUpstream, resp.StatusCode)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return &authAPIDown{call: callWake, retry: w.retry, cause: "call failed"}
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 16<<10))
-	resp.Body.Close()
-	if unreachableStatus(resp.StatusCode) {
-		return &authAPIDown{call: callWake, retry: w.retry, cause: fmt.Sprintf("status %d", resp.StatusCode)}
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%w: wake answered %d", ErrUpstream, resp.StatusCode)
-	}
-	return nil
+		return nil
+	})
+	return w.api.down(callWake, err)
 }
 
 // awaitReady is wake-on-connect: a request for a Suspended or not-Ready
@@ -157,13 +136,14 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 		return e, nil
 	}
 	start := time.Now()
-	hold := p.opts.WakeTimeout
+	hold, expired := p.opts.WakeTimeout, wakeTimeout
 	if browserPage(ctx, x) {
-		hold = p.pageHold()
+		// The waking page answers it: not a wake that timed out.
+		hold, expired = p.pageHold(), wakePage
 	}
-	wctx, cancel := context.WithTimeout(ctx, hold)
+	wctx, cancel := holdContext(ctx.Done(), hold)
 	defer cancel()
-	wakeErr := p.waker.wake(wctx, x.route.user, e.Route.Sandbox)
+	wakeErr := p.waker.wake(x.route.user, e.Route.Sandbox)
 	if err := unwakeable(e, wakeErr); err != nil {
 		p.m.wakes.WithLabelValues(wakeFailed).Inc()
 		return e, err
@@ -182,7 +162,7 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 		p.m.wakes.WithLabelValues(wakeReady).Inc()
 		return ready, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		p.m.wakes.WithLabelValues(wakeTimeout).Inc()
+		p.m.wakes.WithLabelValues(expired).Inc()
 		if errors.Is(wakeErr, ErrAuthAPIUnavailable) {
 			return ready, wakeErr
 		}
@@ -195,14 +175,24 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	return ready, err
 }
 
+// holdContext ends after hold, or at once when done (the server's
+// shutdown) is closed. It is not derived from the RequestCtx: its timer
+// would then reach into ctx after the handler returned, while fasthttp
+// reuses it for the next request.
+func holdContext(done <-chan struct{}, hold time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), hold)
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // navigation reports whether a request is a browser loading a page, which
 // gets the waking page instead of a bare 503.
 func navigation(ctx *fasthttp.RequestCtx, x *exchange) bool {
 	return !x.ws && ctx.IsGet() && bytes.Contains(ctx.Request.Header.Peek("Accept"), []byte("text/html"))
-}
-
-// wakingResponse answers a navigation that was held without its sandbox
-// becoming Ready (see pageHold) with the waking page.
-func (p *Proxy) wakingResponse(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	p.wakingPage(ctx, x, err)
 }

@@ -171,8 +171,37 @@ func TestWakeTimeout(t *testing.T) {
 	if got := h.auth.wakes.Load(); got != 3 {
 		t.Errorf("%d wake calls, want 3", got)
 	}
-	if got := testutil.ToFloat64(h.nodes["node-a"].proxy.m.wakes.WithLabelValues(wakeTimeout)); got != 3 {
-		t.Errorf("wakes{result=timeout} %v, want 3", got)
+	// The navigation was answered by the waking page: not a timeout.
+	wakes := h.nodes["node-a"].proxy.m.wakes
+	if got := testutil.ToFloat64(wakes.WithLabelValues(wakeTimeout)); got != 2 {
+		t.Errorf("wakes{result=timeout} %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(wakes.WithLabelValues(wakePage)); got != 1 {
+		t.Errorf("wakes{result=page} %v, want 1", got)
+	}
+}
+
+// TestWakingPageReloadIsNotATimeout: each load and reload of the waking
+// page is counted as a page, never as a wake that timed out, however long
+// before WAKE_TIMEOUT it comes.
+func TestWakingPageReloadIsNotATimeout(t *testing.T) {
+	h := newHarness(t, wakeOpts(time.Minute, nil))
+	h.addUser("alice", "node-a")
+	h.suspend("alice")
+	sess := cookie(h.session("alice"))
+	const loads = 3
+	for i := range loads {
+		resp := h.get("node-a", "/u/alice/", navigationHeaders(map[string]string{"Cookie": sess}))
+		if body := readAll(t, resp); resp.StatusCode != 503 || !strings.Contains(body, "Waking your agent") {
+			t.Fatalf("load %d: %d %s", i, resp.StatusCode, body)
+		}
+	}
+	wakes := h.nodes["node-a"].proxy.m.wakes
+	if got := testutil.ToFloat64(wakes.WithLabelValues(wakeTimeout)); got != 0 {
+		t.Errorf("wakes{result=timeout} %v after %d waking pages, want 0", got, loads)
+	}
+	if got := testutil.ToFloat64(wakes.WithLabelValues(wakePage)); got != loads {
+		t.Errorf("wakes{result=page} %v, want %d", got, loads)
 	}
 }
 

@@ -3,10 +3,8 @@ package nodeproxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,60 +18,6 @@ const closeWait = 3 * time.Second
 
 // maxCloseText keeps a close frame within the 125-byte control payload.
 const maxCloseText = 120
-
-// bridgePod dials the pod's WebSocket with the app's cookie (refreshing the
-// handshake once if the app answers 401), then upgrades the client and
-// bridges the two. A failed dial is reported to the client as close 1011
-// after the upgrade.
-func (p *Proxy) bridgePod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
-	dial := func(up upstream) (*websocket.Conn, *http.Response, error) {
-		h := p.policy.httpHeaderForApp(&ctx.Request.Header)
-		x.fwd.setHTTP(h)
-		h.Set("Cookie", up.cookie)
-		if x.route.origin != "" {
-			h.Set("Host", up.target.Host)
-			if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
-				h.Set("Origin", o)
-			}
-		}
-		return p.dialUpstreamWS(ctx, "ws://"+up.target.Addr+x.route.target, h)
-	}
-	conn, resp, err := dial(up)
-	if err != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized {
-		if up, err = p.refresh(ctx, up); err != nil {
-			p.fail(ctx, x, err)
-			return
-		}
-		x.retried = true
-		p.m.retries.Inc()
-		conn, _, err = dial(up)
-	}
-	if err != nil {
-		p.fail(ctx, x, fmt.Errorf("%w: WebSocket dial: %s", ErrUpstream, wsDialFailure(err)))
-		return
-	}
-	p.upgradeAndBridge(ctx, x, conn)
-}
-
-// bridgeHop bridges a WebSocket through the proxy of the pod's node, which
-// authenticates the user again and answers with its own close codes.
-func (p *Proxy) bridgeHop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
-	h := p.httpHeaderForHop(&ctx.Request.Header)
-	x.fwd.setHTTP(h)
-	setCredential(h.Set, id, p.sessionRules(x.route).cookie)
-	h.Set(hopHeader, p.hopValue)
-	dialURL := "ws://" + t.peer + x.route.prefix() + x.route.target
-	if u, err := url.Parse(dialURL); err == nil && p.hopAuth != nil {
-		// The dialer sends u.RequestURI(), which the peer verifies.
-		h.Set(hopAuthHeader, p.hopAuth.sign(p.sentHop(ctx, x, t.node, u.RequestURI())))
-	}
-	conn, _, err := p.dialUpstreamWS(ctx, dialURL, h)
-	if err != nil {
-		p.fail(ctx, x, fmt.Errorf("%w: WebSocket hop: %s", ErrUpstream, wsDialFailure(err)))
-		return
-	}
-	p.upgradeAndBridge(ctx, x, conn)
-}
 
 // dialUpstreamWS dials url with the browser's subprotocols, and its Host
 // unless h names another.
@@ -115,7 +59,7 @@ func (p *Proxy) upgradeAndBridge(ctx *fasthttp.RequestCtx, x *exchange, conn *we
 // rejectWS accepts the upgrade and closes at once with the outcome's close
 // code: 4401 when authentication failed, 1011 otherwise.
 func (p *Proxy) rejectWS(ctx *fasthttp.RequestCtx, x *exchange, err error) {
-	res := outcome(err)
+	res := resultOf(err)
 	p.upgrade(ctx, x, func(c *websocket.Conn) {
 		x.wsClose = res.wsClose
 		c.WriteControl(websocket.CloseMessage, closeMessage(res.wsClose, res.message), time.Now().Add(closeWait))

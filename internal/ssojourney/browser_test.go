@@ -3,6 +3,7 @@ package ssojourney
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // browser is an HTTP client with a cookie jar that reaches publicHost at
@@ -81,17 +84,13 @@ func (b *browser) cookie(name string) string {
 // waitAgent polls user's agent page until the agent itself answers.
 func (b *browser) waitAgent(t *testing.T, user string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	testkit.WithinNil(t, 90*time.Second, "agent of "+user+" answering", func() error {
 		code, body := b.do(t, http.MethodGet, "/u/"+user+"/", nil)
 		if code == http.StatusOK && strings.Contains(body, "DSH Web (simulated)") {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent of %s: %d %.300s", user, code, body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("%d %.300s", code, body)
+	})
 }
 
 // websocketEcho opens user's agent WebSocket through oauth2-proxy and

@@ -12,8 +12,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/ssopreflight"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // sessionCookie is the auth API's session cookie on plain HTTP.
@@ -29,7 +30,7 @@ const sessionCookie = "dsh_gw_session"
 func TestSSOJourney(t *testing.T) {
 	p := startSSOPlatform(t)
 	alice := providerUser{Subject: "248289761001", Email: "alice@example.com", PreferredUsername: "alice", Groups: []string{allowedGroup}}
-	user, ok := authapi.SSOUserName(alice.Subject)
+	user, ok := account.SSOUserName(alice.Subject)
 	if !ok {
 		t.Fatal("the provider's subject maps to no user")
 	}
@@ -146,7 +147,7 @@ func TestSSOJourney(t *testing.T) {
 		replay := newBrowser(t, p)
 		u, _ := url.Parse(p.origin())
 		replay.client.Jar.SetCookies(u, []*http.Cookie{{Name: "_oauth2_proxy", Value: b.cookie("_oauth2_proxy")}, {Name: sessionCookie, Value: old}})
-		eventually(t, "the logged-out session refused", func() bool {
+		testkit.Eventually(t, "the logged-out session refused", func() bool {
 			code, body := replay.do(t, http.MethodGet, "/u/"+user+"/api/messages", nil)
 			return code != http.StatusOK && !strings.Contains(body, "DSH Web")
 		})
@@ -218,16 +219,4 @@ func forged(t *testing.T, node, method, path, identity string) (int, string) {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
-}
-
-// eventually polls cond until it holds or a minute has passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

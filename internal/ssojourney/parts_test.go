@@ -25,6 +25,7 @@ import (
 	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // publicHost is the host name browsers use for oauth2-proxy; the test's
@@ -138,12 +139,9 @@ func start(t *testing.T, dir, name, bin string, env []string, ready func() bool,
 			t.Logf("%s log:\n%s", name, p.LogTail())
 		}
 	})
-	deadline := time.Now().Add(90 * time.Second)
-	for !ready() {
-		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("%s not ready:\n%s", name, p.LogTail())
-		}
-		time.Sleep(100 * time.Millisecond)
+	testkit.Within(t, 90*time.Second, name+" ready", func() bool { return p.Exited() || ready() })
+	if p.Exited() {
+		t.Fatalf("%s exited before it was ready", name)
 	}
 	return p
 }
@@ -164,7 +162,7 @@ func answers(url string) func() bool {
 func startSSOPlatform(t *testing.T) *ssoPlatform {
 	t.Helper()
 	oauth2Proxy, provider := toolBinary(t, "oauth2-proxy"), toolBinary(t, "mockoidc-standin")
-	cp := controlPlane(t)
+	cp := testkit.ControlPlane(t)
 	dir := t.TempDir()
 	authBin, nodeBin, preflightBin := buildCommands(t, dir)
 	p := &ssoPlatform{sim: simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: publicHost}), cp: cp, variant: ssoVariant(t), preflightBin: preflightBin}

@@ -13,7 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/account"
 )
 
 // probeIdentity is the user the probe asserts.
@@ -82,7 +82,7 @@ func (s *state) probe(ctx context.Context, header string) string {
 	case status < 300 || cookies && status < 400:
 		return fmt.Sprintf("a login from this host asserting %s: %s was answered %d: the identity header is not stripped from untrusted peers", header, probeIdentity, status)
 	}
-	user, _ := authapi.SSOUserName(probeIdentity)
+	user, _ := account.SSOUserName(probeIdentity)
 	status, _, body, err = s.send(ctx, http.MethodGet, "/", header, "text/html")
 	switch {
 	case err != nil:

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/account"
 )
 
 // TestProbe runs the forged-header probe against node proxy stand-ins: it
 // fails one that believes the header in a login or on its landing page,
 // and passes one that strips it or cannot be reached.
 func TestProbe(t *testing.T) {
-	user, _ := authapi.SSOUserName(probeIdentity)
+	user, _ := account.SSOUserName(probeIdentity)
 	believed := func(r *http.Request) bool { return r.Header.Get("X-Forwarded-User") != "" }
 	for _, tc := range []struct {
 		name    string

@@ -1,33 +1,14 @@
 package sweeper
 
 import (
-	"bufio"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
-
-// auditEvents parses the audit lines of buf.
-func auditEvents(t *testing.T, buf *logbuf.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(buf.String()))
-	for sc.Scan() {
-		var line map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			t.Fatalf("audit line is not JSON: %q", sc.Text())
-		}
-		if line["log"] == "audit" {
-			out = append(out, line)
-		}
-	}
-	return out
-}
 
 // TestSuspendIsAudited: the leader's suspend of an idle sandbox is one
 // audit event naming the user, the sandbox, the outcome and the replica,
@@ -43,7 +24,7 @@ func TestSuspendIsAudited(t *testing.T) {
 		at(start, time.Hour)
 		expectPatches(t, f, "an hour later", "pool-a")
 
-		events := auditEvents(t, audit)
+		events := testkit.AuditLines(t, audit.String())
 		if len(events) != 1 {
 			t.Fatalf("%d audit events for one suspend: %v", len(events), events)
 		}
@@ -54,7 +35,7 @@ func TestSuspendIsAudited(t *testing.T) {
 				t.Errorf("audit %s = %v, want %v", k, events[0][k], v)
 			}
 		}
-		if n := len(auditEvents(t, logs)); n != 0 {
+		if n := len(testkit.AuditLines(t, logs.String())); n != 0 {
 			t.Errorf("%d audit events in the main log", n)
 		}
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // Short timings for the integration tests.
@@ -128,7 +129,7 @@ func (p *platform) start(name string) *replica {
 	t := p.t
 	r := &replica{name: name, done: make(chan error, 1)}
 	r.srv = httptest.NewUnstartedServer(r)
-	cfg := rest.CopyConfig(cluster(t).AdminConfig())
+	cfg := rest.CopyConfig(testkit.ControlPlane(t).AdminConfig())
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			if r.cut.Load() {
@@ -180,7 +181,7 @@ func (r *replica) stop(t *testing.T) {
 				t.Errorf("%s: Run: %v", r.name, err)
 			}
 		}
-	case <-time.After(2 * itLease):
+	case <-time.After(testkit.Timeout):
 		t.Errorf("%s: Run did not return", r.name)
 	}
 	r.srv.Close()
@@ -206,9 +207,9 @@ func (p *platform) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // leader waits for exactly one replica to lead, and returns it.
-func (p *platform) leader(timeout time.Duration) *replica {
+func (p *platform) leader() *replica {
 	var l *replica
-	p.e.Eventually(timeout, func() string {
+	testkit.EventuallyNil(p.t, "one leader", func() error {
 		l = nil
 		n := 0
 		for _, r := range p.replicas {
@@ -217,11 +218,20 @@ func (p *platform) leader(timeout time.Duration) *replica {
 			}
 		}
 		if n != 1 {
-			return fmt.Sprintf("%d replicas lead", n)
+			return fmt.Errorf("%d replicas lead", n)
 		}
-		return ""
+		return nil
 	})
 	return l
+}
+
+// laterSweep returns once the leader has finished every sweep begun before
+// the call: it ends probe's last request through node and waits for probe's
+// suspension, which only a sweep begun an idle timeout later can make.
+func (p *platform) laterSweep(node *nodeProxy, probe activity.Key) {
+	p.t.Helper()
+	node.tr.End(probe)
+	testkit.Eventually(p.t, "probe sandbox suspended by a later sweep", func() bool { return len(p.log.of(probe.Name)) > 0 })
 }
 
 // watchLeadership samples who leads until the test ends and fails the test
@@ -287,7 +297,7 @@ func claim(e *simtest.Env, name string, managed bool) activity.Key {
 	if _, err := e.SB.SandboxClaims(e.NS).Create(e.T.Context(), c, metav1.CreateOptions{}); err != nil {
 		e.T.Fatal(err)
 	}
-	return activity.Key{Namespace: e.NS, Name: e.WaitClaimReady(name, 30*time.Second).Status.Sandbox.Name}
+	return activity.Key{Namespace: e.NS, Name: e.WaitClaimReady(name, testkit.Timeout).Status.Sandbox.Name}
 }
 
 func mode(e *simtest.Env, k activity.Key) agents.OperatingMode {
@@ -299,12 +309,14 @@ func mode(e *simtest.Env, k activity.Key) agents.OperatingMode {
 }
 
 func TestIntegrationSuspendsIdleManagedSandbox(t *testing.T) {
-	e := simtest.Start(t, cluster(t), simtest.Options{Replicas: 3})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 4})
 	idle, busy, hand := claim(e, "dsh-bob", true), claim(e, "dsh-carol", true), claim(e, "dsh-alice", false)
+	probe := claim(e, "dsh-dave", true)
 	p := newPlatform(t, e, "authapi-0", "authapi-1")
 	p.watchLeadership()
 	nodeA, nodeB := p.nodeProxy("node-a"), p.nodeProxy("node-b")
-	p.leader(10 * time.Second)
+	p.leader()
+	nodeA.tr.Begin(probe)
 
 	// carol's agent holds a long request through node B; node A sees
 	// nothing of it.
@@ -312,26 +324,17 @@ func TestIntegrationSuspendsIdleManagedSandbox(t *testing.T) {
 	defer nodeB.tr.End(busy)
 	// bob's last request went through node A.
 	nodeA.tr.Begin(idle)
+	last := time.UnixMilli(time.Now().UnixMilli()) // reports carry milliseconds
 	nodeA.tr.End(idle)
-	last := time.Now()
 
-	bound := itIdle + 2*itInterval
-	e.Eventually(bound+5*time.Second, func() string {
-		if len(p.log.of(idle.Name)) == 0 {
-			return "idle sandbox not suspended"
-		}
-		return ""
-	})
-	if took := p.log.of(idle.Name)[0].at.Sub(last); took > bound || took < itIdle {
-		t.Errorf("idle sandbox suspended %v after its last request, want within [%v, %v]", took, itIdle, bound)
+	testkit.Eventually(t, "idle sandbox suspended", func() bool { return len(p.log.of(idle.Name)) > 0 })
+	took := p.log.of(idle.Name)[0].at.Sub(last)
+	t.Logf("idle sandbox suspended %v after its last request", took)
+	if took < itIdle {
+		t.Errorf("idle sandbox suspended %v after its last request, before the idle timeout %v", took, itIdle)
 	}
-	e.Eventually(5*time.Second, func() string {
-		if m := mode(e, idle); m != agents.OperatingModeSuspended {
-			return "idle sandbox is " + string(m)
-		}
-		return ""
-	})
-	time.Sleep(itIdle) // give the sweeper every chance to misbehave
+	testkit.Eventually(t, "idle sandbox's mode Suspended", func() bool { return mode(e, idle) == agents.OperatingModeSuspended })
+	p.laterSweep(nodeA, probe)
 	for _, k := range []activity.Key{busy, hand} {
 		if n := len(p.log.of(k.Name)); n != 0 || mode(e, k) != agents.OperatingModeRunning {
 			t.Errorf("%s: %d suspend patches, mode %s; want untouched", k.Name, n, mode(e, k))
@@ -363,51 +366,40 @@ func TestIntegrationHandover(t *testing.T) {
 		{"kill", func(r *replica) { r.dead.Store(true); r.cut.Store(true) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := simtest.Start(t, cluster(t), simtest.Options{Replicas: 2})
+			e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 3})
 			idle, busy := claim(e, "dsh-bob", true), claim(e, "dsh-carol", true)
+			probe := claim(e, "dsh-dave", true)
 			p := newPlatform(t, e, "authapi-0", "authapi-1")
 			p.watchLeadership()
 			nodeA, nodeB := p.nodeProxy("node-a"), p.nodeProxy("node-b")
-			old := p.leader(10 * time.Second)
+			old := p.leader()
 
 			nodeB.tr.Begin(busy) // busy through node B for the whole test
 			defer nodeB.tr.End(busy)
+			nodeB.tr.Begin(probe)
+			// bob's last request ends as the leader dies: only the new
+			// leader can find his sandbox idle.
 			nodeA.tr.Begin(idle)
-			nodeA.tr.End(idle)
-			// Kill the leader just before bob's sandbox would be suspended.
-			time.Sleep(itIdle - 500*time.Millisecond)
 			killed := time.Now()
 			tt.kill(old)
+			nodeA.tr.End(idle)
 
 			var next *replica
-			// The lease lapses itLease after the last renewal (before the
-			// kill); the follower's next retry then takes it. The slack is
-			// for a loaded 2-core machine, where timers and polls run late.
-			const slack = 2 * time.Second
-			e.Eventually(itLease+2*itRetry+slack+time.Second, func() string {
+			testkit.Eventually(t, "a new leader", func() bool {
 				for _, r := range p.replicas {
 					if r != old && r.sw.Leading() {
 						next = r
-						return ""
+						return true
 					}
 				}
-				return "no new leader"
+				return false
 			})
-			took := time.Since(killed)
-			t.Logf("%s took over %v after the %s", next.name, took, tt.name)
-			if took > itLease+2*itRetry+slack {
-				t.Errorf("handover took %v, longer than the lease duration (+ two retry periods and scheduling slack)", took)
-			}
+			t.Logf("%s took over %v after the %s", next.name, time.Since(killed), tt.name)
 
 			// The new leader waits IDLE_TIMEOUT before it suspends bob's
 			// sandbox, and never suspends carol's.
-			e.Eventually(itIdle+2*itInterval+5*time.Second, func() string {
-				if len(p.log.of(idle.Name)) == 0 {
-					return "idle sandbox not suspended after the handover"
-				}
-				return ""
-			})
-			time.Sleep(itIdle)
+			testkit.Eventually(t, "idle sandbox suspended after the handover", func() bool { return len(p.log.of(idle.Name)) > 0 })
+			p.laterSweep(nodeB, probe)
 			if ps := p.log.of(idle.Name); len(ps) != 1 || ps[0].replica != next.name {
 				t.Errorf("idle sandbox patches %+v, want one by %s", ps, next.name)
 			}

@@ -2,22 +2,20 @@ package monitoring_test
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"regexp"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sandgate/sandgate/internal/activity"
-	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/buildinfo"
-	"github.com/sandgate/sandgate/internal/handshake"
-	"github.com/sandgate/sandgate/internal/informer"
-	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
-	"github.com/sandgate/sandgate/internal/sweeper"
 )
 
 // recorder is a Registerer that keeps the name of every metric registered
@@ -52,35 +50,20 @@ func (r recorder) MustRegister(cs ...prometheus.Collector) {
 
 func (r recorder) Unregister(prometheus.Collector) bool { return false }
 
-// noDirectory and noVerifier satisfy the node proxy's required
-// collaborators; nothing is served here.
-type noDirectory struct{}
+// Gather gathers nothing: the names are what this test wants.
+func (r recorder) Gather() ([]*dto.MetricFamily, error) { return nil, nil }
 
-func (noDirectory) Lookup(string) (informer.Entry, error) {
-	return informer.Entry{}, errors.New("no directory in this test")
-}
-
-type noVerifier struct{}
-
-func (noVerifier) Verify(string) (jwt.Claims, error) {
-	return jwt.Claims{}, errors.New("no verifier in this test")
-}
-
-func (noVerifier) VerifyIgnoringExpiry(string) (jwt.Claims, error) {
-	return jwt.Claims{}, errors.New("no verifier in this test")
-}
-
-// exportedMetrics builds the collectors of both binaries through the
-// packages' constructors, as cmd/authapi and cmd/nodeproxy do, and returns
-// the metric names they register.
+// exportedMetrics assembles both binaries as cmd/authapi and cmd/nodeproxy
+// do, on one recorder, and returns the metric names they register.
 func exportedMetrics(t *testing.T) recorder {
 	t.Helper()
 	reg := recorder{}
-	authapi.NewMetrics(reg)
-	if err := buildinfo.Register(reg, "authapi"); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"authapi", "nodeproxy"} {
+		if err := buildinfo.Register(reg, name); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Clients for a server that is never called: New does not list or watch.
+	// Clients for a server that is never called: nothing runs.
 	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -90,30 +73,23 @@ func exportedMetrics(t *testing.T) recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sweeper.New(sweeper.Options{
-		Namespace: "sandgate", Identity: sweeper.Identity("authapi-0", "10.0.0.1:8081"),
-		Sandboxes: sb.Sandboxes("sandgate"), Claims: sb.SandboxClaims("sandgate"), Leases: kube.CoordinationV1(),
-		Registerer: reg,
-	}); err != nil {
-		t.Fatalf("build sweeper: %v", err)
-	}
-	hs, err := handshake.New(handshake.Options{LogRoot: t.TempDir(), Registerer: reg})
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+	ac := authapid.Defaults()
+	ac.ListenAddr, ac.OpsAddr, ac.Namespace = "127.0.0.1:0", "localhost:0", "sandgate"
+	auth, err := authapid.Assemble(ac, authapid.Deps{Logger: log, Registry: reg, Kube: kube, Sandboxes: sb})
 	if err != nil {
-		t.Fatalf("build handshaker: %v", err)
+		t.Fatalf("assemble auth API: %v", err)
 	}
-	t.Cleanup(func() { hs.Close() })
-	if _, err := activity.NewReporter(activity.ReporterOptions{
-		Tracker: activity.New(activity.Options{}), Node: "n1", URL: "http://127.0.0.1:1/internal/v1/activity",
-		Registerer: reg,
-	}); err != nil {
-		t.Fatalf("build activity reporter: %v", err)
+	auth.Close()
+
+	nc := nodeproxyd.Defaults()
+	nc.NodeName, nc.ListenAddr, nc.OpsAddr, nc.LogRoot = "n1", "127.0.0.1:0", "localhost:0", t.TempDir()
+	nc.AuthAPIURL, nc.SATokenFile = "http://127.0.0.1:1", ""
+	node, err := nodeproxyd.Assemble(nc, nodeproxyd.Deps{Logger: log, Registry: reg, Sources: nodeproxyd.Clients{Kube: kube, Sandboxes: sb}})
+	if err != nil {
+		t.Fatalf("assemble node proxy: %v", err)
 	}
-	if _, err := nodeproxy.New(nodeproxy.Options{
-		NodeName: "n1", AuthAPI: "http://127.0.0.1:1",
-		Directory: noDirectory{}, Verifier: noVerifier{}, Handshaker: hs,
-		Registerer: reg,
-	}); err != nil {
-		t.Fatalf("build node proxy: %v", err)
-	}
+	node.Close()
 	return reg
 }

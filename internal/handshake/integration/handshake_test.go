@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -16,16 +15,32 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cp *controlplane.ControlPlane
+func TestMain(m *testing.M) { testkit.Main(m) }
 
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cp)) }
+// restart kills the app container of pod name and waits until it runs
+// again, Ready.
+func restart(t *testing.T, e *simtest.Env, name string) {
+	t.Helper()
+	if err := e.Cluster.Kubelet.KillContainer(e.NS, name); err != nil {
+		t.Fatal(err)
+	}
+	testkit.EventuallyNil(t, "container of "+name+" restarted and Ready", func() error {
+		p, err := e.Pod(name)
+		if err != nil {
+			return err
+		}
+		if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].RestartCount != 1 || !s[0].Ready {
+			return fmt.Errorf("container statuses %+v", s)
+		}
+		return nil
+	})
+}
 
 // counter sums a counter family's samples whose label matches.
 func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
@@ -67,10 +82,10 @@ func get(t *testing.T, pod *corev1.Pod, cookie string) int {
 }
 
 func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
-	e := simtest.Start(t, cp, simtest.Options{Replicas: 1})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 1})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-bob", agents.PodMetadata{})
-	claim := e.WaitClaimReady("dsh-bob", 30*time.Second)
+	claim := e.WaitClaimReady("dsh-bob", testkit.Timeout)
 	name := claim.Status.Sandbox.Name
 	pod, err := e.Pod(name)
 	if err != nil {
@@ -125,19 +140,7 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 
 	// The app restarts with a new token: the old cookie gets 401, and one
 	// refresh reads the new token from the new log file.
-	if err := e.Cluster.Kubelet.KillContainer(e.NS, pod.Name); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, func() string {
-		p, err := e.Pod(name)
-		if err != nil {
-			return err.Error()
-		}
-		if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].RestartCount != 1 || !s[0].Ready {
-			return fmt.Sprintf("container not restarted and ready: %+v", s)
-		}
-		return ""
-	})
+	restart(t, e, name)
 	if code := get(t, pod, first); code != http.StatusUnauthorized {
 		t.Fatalf("restarted app answered %d to the old cookie, want 401", code)
 	}
@@ -154,14 +157,14 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 
 	// Suspend deletes the pod; its entry is dropped, so the next lookup misses.
 	e.SetMode(name, agents.OperatingModeSuspended)
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		if _, err := e.Core.CoreV1().Pods(e.NS).Get(t.Context(), pod.Name, metav1.GetOptions{}); err == nil {
 			return "pod still there"
 		}
 		return ""
 	})
 	misses := counter(t, reg, "sandgate_handshake_cache_lookups_total", "result", "miss")
-	e.Eventually(5*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		_, err := h.Cookie(t.Context(), target(pod))
 		if err == nil {
 			return "a cookie for the suspended pod is still served"

@@ -19,6 +19,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/kubelet"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestTokenFileInTheSimulatedCluster: a template gives the app an emptyDir
@@ -26,7 +27,7 @@ import (
 // no access to any log file gets working cookies from it, across a
 // container restart, and nothing once the sandbox is suspended.
 func TestTokenFileInTheSimulatedCluster(t *testing.T) {
-	e := simtest.Start(t, cp, simtest.Options{})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{})
 	createFilePool(t, e, "dsh-file", "dsh-file-pool")
 	claim, err := e.SB.SandboxClaims(e.NS).Create(t.Context(), &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "dsh-carol"},
@@ -35,7 +36,7 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	claim = e.WaitClaimReady(claim.Name, 30*time.Second)
+	claim = e.WaitClaimReady(claim.Name, testkit.Timeout)
 	name := claim.Status.Sandbox.Name
 	pod, err := e.Pod(name)
 	if err != nil {
@@ -62,19 +63,7 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 		t.Fatalf("app answered %d to the cookie from the token file", code)
 	}
 
-	if err := e.Cluster.Kubelet.KillContainer(e.NS, pod.Name); err != nil {
-		t.Fatal(err)
-	}
-	e.Eventually(30*time.Second, func() string {
-		p, err := e.Pod(name)
-		if err != nil {
-			return err.Error()
-		}
-		if s := p.Status.ContainerStatuses; len(s) == 0 || s[0].RestartCount != 1 || !s[0].Ready {
-			return "container not restarted and ready"
-		}
-		return ""
-	})
+	restart(t, e, name)
 	fresh, err := h.Refresh(t.Context(), target, first)
 	if err != nil {
 		t.Fatalf("refresh after restart: %v", err)
@@ -88,7 +77,7 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 
 	// Suspend deletes the pod and its pod directory with it.
 	e.SetMode(name, agents.OperatingModeSuspended)
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		if _, err := os.Stat(filepath.Join(e.Cluster.Kubelet.PodsDir(pod.Spec.NodeName), string(pod.UID))); err == nil {
 			return "pod directory still there"
 		}
@@ -103,10 +92,10 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 // token parameters make the app log them after its launch line; the
 // handshake from the logs still exchanges only the launch token.
 func TestPlantedRequestLogInTheSimulatedCluster(t *testing.T) {
-	e := simtest.Start(t, cp, simtest.Options{Replicas: 1})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 1})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-dave", agents.PodMetadata{})
-	claim := e.WaitClaimReady("dsh-dave", 30*time.Second)
+	claim := e.WaitClaimReady("dsh-dave", testkit.Timeout)
 	pod, err := e.Pod(claim.Status.Sandbox.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +107,7 @@ func TestPlantedRequestLogInTheSimulatedCluster(t *testing.T) {
 		}
 	}
 	logFile := filepath.Join(e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), pod.Namespace+"_"+pod.Name+"_"+string(pod.UID), "dsh", "0.log")
-	e.Eventually(5*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		data, err := os.ReadFile(logFile)
 		if err != nil {
 			return err.Error()

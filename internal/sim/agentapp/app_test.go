@@ -3,6 +3,7 @@ package agentapp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,14 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 var launchLine = regexp.MustCompile(`(?m)^dsh web: listening on http://(\S+)/\?token=([A-Za-z0-9._~-]+)$`)
 
@@ -96,22 +94,19 @@ func startAppOn(t *testing.T, host string, opts Options) *testApp {
 		}
 	})
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := launchLine.FindStringSubmatch(stdout.String()); m != nil {
-			ta.addr, ta.token = m[1], m[2]
-			break
-		}
+	testkit.EventuallyNil(t, "the launch line", func() error {
 		select {
 		case err := <-served:
 			t.Fatalf("Serve returned before the launch line: %v", err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no launch line; stdout:\n%s", stdout)
+		m := launchLine.FindStringSubmatch(stdout.String())
+		if m == nil {
+			return fmt.Errorf("stdout so far: %q", stdout.String())
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		ta.addr, ta.token = m[1], m[2]
+		return nil
+	})
 	if ta.addr != ln.Addr().String() {
 		t.Fatalf("launch line address %q, listening on %q", ta.addr, ln.Addr())
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestClaimAdoptsWarmSpare(t *testing.T) {
@@ -33,7 +34,7 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 		Labels:      map[string]string{"sandbox.users.io/user": "alice"},
 		Annotations: map[string]string{"sandbox.users.io/note": "hi"},
 	})
-	claim = e.WaitClaimReady("dsh-alice", adoption+5*time.Second)
+	claim = e.WaitClaimReady("dsh-alice", testkit.Timeout)
 	if took := time.Since(begin); took < adoption {
 		t.Errorf("claim Ready after %v, before the %v adoption delay", took, adoption)
 	}
@@ -69,7 +70,7 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 	}
 
 	// The running pod gets the claim's metadata and loses the pool label.
-	e.Eventually(10*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		pod, err := e.Pod(name)
 		if err != nil {
 			return err.Error()
@@ -95,7 +96,7 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 
 	// The pool replenishes with a new spare.
 	e.WaitPool(2)
-	e.Eventually(10*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		list, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{
 			LabelSelector: agents.LabelWarmPoolSandbox + "=" + controller.NameHash(poolName),
 		})
@@ -119,7 +120,7 @@ func TestClaimStartsColdWhenPoolEmpty(t *testing.T) {
 	e := start(t, 0, controller.Delays{ColdStart: cold})
 	begin := time.Now()
 	claim := e.CreateClaim("dsh-bob", agents.PodMetadata{Labels: map[string]string{"sandbox.users.io/user": "bob"}})
-	claim = e.WaitClaimReady("dsh-bob", cold+10*time.Second)
+	claim = e.WaitClaimReady("dsh-bob", testkit.Timeout)
 	if took := time.Since(begin); took < cold {
 		t.Errorf("cold claim Ready after %v, before the %v cold start delay", took, cold)
 	}
@@ -154,7 +155,7 @@ func TestClaimWithoutPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(10*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		r := simtest.Condition(e.Claim("orphan").Status.Conditions, agents.ConditionReady)
 		if r.Status != metav1.ConditionFalse || r.Reason != extensions.ReasonWarmPoolNotFound {
 			return fmt.Sprintf("Ready %+v, want False/WarmPoolNotFound", r)
@@ -178,7 +179,7 @@ func TestPoolScalesDownAndCollectsSpares(t *testing.T) {
 	if err := e.SB.SandboxWarmPools(e.NS).Delete(t.Context(), poolName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		sbs, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err.Error()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +13,14 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const poolName = simtest.PoolName
 
 func start(t *testing.T, replicas int32, delays controller.Delays) *simtest.Env {
 	t.Helper()
-	return simtest.Start(t, cp, simtest.Options{Replicas: replicas, Delays: delays})
+	return simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: replicas, Delays: delays})
 }
 
 // do sends one request to the pod's app and returns status and body.
@@ -41,26 +40,6 @@ func do(t *testing.T, method string, pod *corev1.Pod, path, cookie, body string)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
-}
-
-var launchToken = regexp.MustCompile(`\?token=([A-Za-z0-9_-]{43})`)
-
-func tokenIn(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := launchToken.FindSubmatch(data)
-	if m == nil {
-		t.Fatalf("no launch token in %s", path)
-	}
-	return string(m[1])
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 func volumeDir(e *simtest.Env, pvc *corev1.PersistentVolumeClaim) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // statusLog records every status of a Sandbox seen through a watch.
@@ -62,7 +63,7 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	e := start(t, 1, controller.Delays{Resume: resume})
 	e.WaitPool(1)
 	claim := e.CreateClaim("dsh-carol", agents.PodMetadata{})
-	name := e.WaitClaimReady("dsh-carol", 10*time.Second).Status.Sandbox.Name
+	name := e.WaitClaimReady("dsh-carol", testkit.Timeout).Status.Sandbox.Name
 	before, err := e.Pod(name)
 	if err != nil {
 		t.Fatal(err)
@@ -75,13 +76,13 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !exists(filepath.Join(volumeDir(e, pvc), "workspace", "notes", "today.txt")) {
+	if !testkit.Exists(filepath.Join(volumeDir(e, pvc), "workspace", "notes", "today.txt")) {
 		t.Fatal("uploaded file not in the volume directory")
 	}
 
 	statuses := recordStatus(e, name)
 	e.SetMode(name, agents.OperatingModeSuspended)
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		if _, err := e.Pod(name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("pod still there (%v)", err)
 		}
@@ -123,7 +124,7 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	begin := time.Now()
 	e.SetMode(name, agents.OperatingModeRunning)
 	var after *corev1.Pod
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		sb, err := e.Sandbox(name)
 		if err != nil {
 			return err.Error()
@@ -155,14 +156,14 @@ func TestClaimDeleteCollectsEverything(t *testing.T) {
 	e := start(t, 1, controller.Delays{})
 	e.WaitPool(1)
 	claim := e.CreateClaim("dsh-dave", agents.PodMetadata{})
-	name := e.WaitClaimReady("dsh-dave", 10*time.Second).Status.Sandbox.Name
+	name := e.WaitClaimReady("dsh-dave", testkit.Timeout).Status.Sandbox.Name
 	pvc, err := e.Core.CoreV1().PersistentVolumeClaims(e.NS).Get(t.Context(), controller.ClaimName("dsh-home", name), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	volume := volumeDir(e, pvc)
-	e.Eventually(10*time.Second, func() string {
-		if !exists(volume) {
+	e.Eventually(testkit.Timeout, func() string {
+		if !testkit.Exists(volume) {
 			return "no volume directory " + volume
 		}
 		return ""
@@ -171,7 +172,7 @@ func TestClaimDeleteCollectsEverything(t *testing.T) {
 	if err := e.SB.SandboxClaims(e.NS).Delete(t.Context(), claim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		if _, err := e.Sandbox(name); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("sandbox still there (%v)", err)
 		}
@@ -184,7 +185,7 @@ func TestClaimDeleteCollectsEverything(t *testing.T) {
 		if _, err := e.Core.CoreV1().Services(e.NS).Get(t.Context(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("service still there (%v)", err)
 		}
-		if exists(volume) {
+		if testkit.Exists(volume) {
 			return "volume directory still there"
 		}
 		return ""
@@ -195,18 +196,18 @@ func TestContainerCrashRestartsWithNewToken(t *testing.T) {
 	e := start(t, 1, controller.Delays{})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-erin", agents.PodMetadata{})
-	name := e.WaitClaimReady("dsh-erin", 10*time.Second).Status.Sandbox.Name
+	name := e.WaitClaimReady("dsh-erin", testkit.Timeout).Status.Sandbox.Name
 	pod, err := e.Pod(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logDir := filepath.Join(e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), e.NS+"_"+name+"_"+string(pod.UID), "dsh")
-	first := tokenIn(t, filepath.Join(logDir, "0.log"))
+	first := testkit.LaunchToken(t, filepath.Join(logDir, "0.log"))
 
 	if err := e.Cluster.Kubelet.KillContainer(e.NS, name); err != nil {
 		t.Fatal(err)
 	}
-	e.Eventually(30*time.Second, func() string {
+	e.Eventually(testkit.Timeout, func() string {
 		p, err := e.Pod(name)
 		if err != nil {
 			return err.Error()
@@ -224,7 +225,7 @@ func TestContainerCrashRestartsWithNewToken(t *testing.T) {
 		pod = p
 		return ""
 	})
-	if second := tokenIn(t, filepath.Join(logDir, "1.log")); second == first {
+	if second := testkit.LaunchToken(t, filepath.Join(logDir, "1.log")); second == first {
 		t.Error("the restarted container printed the old token")
 	}
 	if code, _ := do(t, http.MethodGet, pod, "/api/messages", e.Cookie(pod, "erin"), ""); code != http.StatusOK {

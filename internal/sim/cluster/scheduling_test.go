@@ -2,34 +2,27 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/cluster"
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestLeaveScheduling runs the controller as cmd/sandbox-controller-standin
 // does against a real cluster: it creates the pool's pods without a node,
 // for the kube-scheduler to place, and does not report them unplaceable.
 func TestLeaveScheduling(t *testing.T) {
-	ns := clustertest.Namespace(t, cp)
-	core, err := kubernetes.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cp.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.NewNamespace(t)
+	ns, core, sb := n.Name, n.Kube, n.SB
 	ctrl, err := controller.New(controller.Options{Client: core, Sandboxes: sb, Namespaces: []string{ns}, LeaveScheduling: true})
 	if err != nil {
 		t.Fatal(err)
@@ -47,17 +40,12 @@ func TestLeaveScheduling(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		waiting := leftUnscheduled(t, core, sb, ns)
-		if waiting == "" {
-			return
+	testkit.EventuallyNil(t, "the pool's pod left for the scheduler", func() error {
+		if waiting := leftUnscheduled(t, core, sb, ns); waiting != "" {
+			return errors.New(waiting)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal(waiting)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // leftUnscheduled returns "" once the pool's Sandbox has its pod, without

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // criRecord is one parsed line of a CRI log file.
@@ -62,20 +64,11 @@ func joinCRI(recs []criRecord, stream string) []string {
 	return lines
 }
 
-// fakeClock advances one second per call, so every rotation gets a stamp
-// of its own.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time {
-	c.t = c.t.Add(time.Second)
-	return c.t
-}
-
 func newTestLog(t *testing.T, maxSize int64, maxFiles, maxLine int) (*criLog, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "ns_pod_uid", "app")
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	l, err := openCRILog(criLogOptions{dir: dir, restart: 0, maxSize: maxSize, maxFiles: maxFiles, maxLine: maxLine, now: clock.now})
+	clock := testkit.NewSteppingClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Second)
+	l, err := openCRILog(criLogOptions{dir: dir, restart: 0, maxSize: maxSize, maxFiles: maxFiles, maxLine: maxLine, now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,8 @@ package kubelet
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -15,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // testEnv is a kubelet with its own nodes in a namespace of its own.
@@ -29,11 +26,8 @@ type testEnv struct {
 
 func startKubelet(t *testing.T, nodes int, tweak func(*Options)) *testEnv {
 	t.Helper()
-	ns := clustertest.Namespace(t, cluster)
-	client, err := kubernetes.NewForConfig(cluster.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testkit.NewNamespace(t)
+	ns, client := n.Name, n.Kube
 	dir := t.TempDir()
 	opts := Options{
 		Client: client, Nodes: nodes, NodePrefix: ns, Namespaces: []string{ns},
@@ -111,7 +105,7 @@ func (e *testEnv) createPod(name, node, claim string) *corev1.Pod {
 func (e *testEnv) waitPod(name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	e.t.Helper()
 	var last *corev1.Pod
-	ok := poll(e.t, 30*time.Second, func() bool {
+	ok := testkit.Poll(e.t.Context(), testkit.Timeout, func() bool {
 		pod, err := e.client.CoreV1().Pods(e.ns).Get(e.t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -123,23 +117,6 @@ func (e *testEnv) waitPod(name, what string, cond func(*corev1.Pod) bool) *corev
 		e.t.Fatalf("pod %s: %s never happened; last status %+v", name, what, last)
 	}
 	return last
-}
-
-// poll calls f every 50ms until it is true or timeout passes.
-func poll(t *testing.T, timeout time.Duration, f func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if f() {
-			return true
-		}
-		select {
-		case <-t.Context().Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return f()
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -194,25 +171,4 @@ func get(t *testing.T, pod *corev1.Pod, path, cookie string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-var launchToken = regexp.MustCompile(`dsh web: listening on http://\S+/\?token=([A-Za-z0-9_-]{43})`)
-
-// tokenIn returns the launch token in one (uncompressed) log file.
-func tokenIn(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := launchToken.FindSubmatch(data)
-	if m == nil {
-		t.Fatalf("no launch token in %s", path)
-	}
-	return string(m[1])
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return !errors.Is(err, os.ErrNotExist)
 }

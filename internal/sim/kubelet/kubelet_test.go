@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestNodesRegistered(t *testing.T) {
@@ -68,7 +70,7 @@ func TestPodLifecycle(t *testing.T) {
 	if code := get(t, pod, "/api/messages", ""); code != http.StatusUnauthorized {
 		t.Errorf("GET without cookie: %d, want 401", code)
 	}
-	firstToken := tokenIn(t, filepath.Join(logDir, "0.log"))
+	firstToken := testkit.LaunchToken(t, filepath.Join(logDir, "0.log"))
 
 	// A crash restarts the container: new log file, new token, old cookie refused.
 	if err := e.k.KillContainer(e.ns, "sb"); err != nil {
@@ -78,7 +80,7 @@ func TestPodLifecycle(t *testing.T) {
 	if pod.UID != created.UID || pod.Status.ContainerStatuses[0].LastTerminationState.Terminated == nil {
 		t.Errorf("after the crash: uid %s, lastState %+v", pod.UID, pod.Status.ContainerStatuses[0].LastTerminationState)
 	}
-	if second := tokenIn(t, filepath.Join(logDir, "1.log")); second == firstToken {
+	if second := testkit.LaunchToken(t, filepath.Join(logDir, "1.log")); second == firstToken {
 		t.Error("the restarted container printed the old token")
 	}
 	if code := get(t, pod, "/api/messages", cookie); code != http.StatusUnauthorized {
@@ -93,17 +95,12 @@ func TestPodLifecycle(t *testing.T) {
 	if err := e.client.CoreV1().Pods(e.ns).Delete(t.Context(), "sb", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	gone := poll(t, 30*time.Second, func() bool {
+	testkit.Eventually(t, "pod removed after a graceful delete", func() bool {
 		_, err := e.client.CoreV1().Pods(e.ns).Get(t.Context(), "sb", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	if !gone {
-		t.Fatal("pod not removed after a graceful delete")
-	}
-	if !poll(t, 5*time.Second, func() bool { return !exists(logDir) }) {
-		t.Error("pod log directory left behind")
-	}
-	if !exists(filepath.Join(volume, "workspace")) {
+	testkit.Eventually(t, "pod log directory removed", func() bool { return !testkit.Exists(logDir) })
+	if !testkit.Exists(filepath.Join(volume, "workspace")) {
 		t.Error("volume directory removed with the pod")
 	}
 
@@ -116,9 +113,7 @@ func TestPodLifecycle(t *testing.T) {
 		[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	if !poll(t, 10*time.Second, func() bool { return !exists(volume) }) {
-		t.Error("volume directory kept after the claim was deleted")
-	}
+	testkit.Eventually(t, "volume directory removed after the claim was deleted", func() bool { return !testkit.Exists(volume) })
 }
 
 func TestPodWithoutClaimGetsEphemeralVolume(t *testing.T) {
@@ -126,15 +121,13 @@ func TestPodWithoutClaimGetsEphemeralVolume(t *testing.T) {
 	created := e.createPod("scratch", e.k.NodeNames()[0], "")
 	e.waitPod("scratch", "Ready", podReady)
 	dir := filepath.Join(e.k.opts.DataDir, "pods", string(created.UID))
-	if !exists(dir) {
+	if !testkit.Exists(dir) {
 		t.Fatalf("no ephemeral volume at %s", dir)
 	}
 	if err := e.client.CoreV1().Pods(e.ns).Delete(t.Context(), "scratch", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !poll(t, 30*time.Second, func() bool { return !exists(dir) }) {
-		t.Error("ephemeral volume kept after the pod was deleted")
-	}
+	testkit.Eventually(t, "ephemeral volume removed after the pod was deleted", func() bool { return !testkit.Exists(dir) })
 }
 
 func TestStatusPatchNamesUID(t *testing.T) {
@@ -195,12 +188,10 @@ func TestEvictedPodStaysFailed(t *testing.T) {
 	if err := e.client.CoreV1().Pods(e.ns).Delete(t.Context(), "ev", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !poll(t, 30*time.Second, func() bool {
+	testkit.Eventually(t, "evicted pod removed after its deletion", func() bool {
 		_, err := e.client.CoreV1().Pods(e.ns).Get(t.Context(), "ev", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
-	}) {
-		t.Error("evicted pod not removed after its deletion")
-	}
+	})
 	if err := e.k.EvictPod(e.ns, "missing"); !errors.Is(err, ErrNoContainer) {
 		t.Errorf("EvictPod of an unknown pod: %v, want ErrNoContainer", err)
 	}

@@ -5,33 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
-
-// steppingClock advances one second per reading, so every rotation of a
-// busy log gets a timestamp of its own.
-type steppingClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *steppingClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(time.Second)
-	return c.t
-}
 
 func TestLogRotationKeepsTokenReadable(t *testing.T) {
 	const maxSize = 1024
-	clock := &steppingClock{t: time.Now()}
+	clock := testkit.NewSteppingClock(time.Now(), time.Second)
 	e := startKubelet(t, 1, func(o *Options) {
-		o.LogMaxSize, o.LogMaxFiles, o.Now = maxSize, 5, clock.now
+		o.LogMaxSize, o.LogMaxFiles, o.Now = maxSize, 5, clock.Now
 	})
 	created := e.createPod("chatty", e.k.NodeNames()[0], "")
 	pod := e.waitPod("chatty", "Ready", podReady)
@@ -49,7 +36,7 @@ func TestLogRotationKeepsTokenReadable(t *testing.T) {
 	for _, ent := range entries {
 		name := ent.Name()
 		data := readMaybeGzip(t, filepath.Join(dir, name))
-		if launchToken.Match(data) {
+		if testkit.HasLaunchLine(data) {
 			tokenFile = name
 		}
 		if len(data) > maxSize {

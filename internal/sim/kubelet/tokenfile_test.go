@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestOnHost(t *testing.T) {
@@ -83,7 +84,7 @@ func TestTokenFileOnEmptyDir(t *testing.T) {
 
 	file := filepath.Join(e.k.PodsDir(node), string(created.UID), "volumes", "kubernetes.io~empty-dir", "dsh-token", "token")
 	logDir := filepath.Join(e.k.LogRoot(node), e.ns+"_tokfile_"+string(created.UID), "dsh")
-	if got, want := fileToken(t, file), tokenIn(t, filepath.Join(logDir, "0.log")); got != want {
+	if got, want := fileToken(t, file), testkit.LaunchToken(t, filepath.Join(logDir, "0.log")); got != want {
 		t.Fatalf("token file holds %q, the launch line %q", got, want)
 	}
 	h, err := handshake.New(handshake.Options{TokenSource: handshake.SourceFile, PodsRoot: e.k.PodsDir(node)})
@@ -108,7 +109,7 @@ func TestTokenFileOnEmptyDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitPod("tokfile", "restarted and Ready", func(p *corev1.Pod) bool { return restarts(p) == 1 && podReady(p) })
-	if got, want := fileToken(t, file), tokenIn(t, filepath.Join(logDir, "1.log")); got != want {
+	if got, want := fileToken(t, file), testkit.LaunchToken(t, filepath.Join(logDir, "1.log")); got != want {
 		t.Fatalf("after the restart the token file holds %q, the launch line %q", got, want)
 	}
 	fresh, err := h.Refresh(t.Context(), target, cookie)
@@ -123,12 +124,10 @@ func TestTokenFileOnEmptyDir(t *testing.T) {
 	if err := e.client.CoreV1().Pods(e.ns).Delete(t.Context(), "tokfile", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !poll(t, 30*time.Second, func() bool {
+	testkit.Eventually(t, "pod and its directory removed", func() bool {
 		_, err := e.client.CoreV1().Pods(e.ns).Get(t.Context(), "tokfile", metav1.GetOptions{})
-		return apierrors.IsNotFound(err) && !exists(filepath.Join(e.k.PodsDir(node), string(created.UID)))
-	}) {
-		t.Error("pod directory left behind")
-	}
+		return apierrors.IsNotFound(err) && !testkit.Exists(filepath.Join(e.k.PodsDir(node), string(created.UID)))
+	})
 }
 
 // TestTokenFileOffEmptyDir: a token file outside an emptyDir volume is not
@@ -158,9 +157,9 @@ func TestTokenFileOffEmptyDir(t *testing.T) {
 // files, still hands its token to the handshake from the logs.
 func TestSplitLaunchLineAcrossRotations(t *testing.T) {
 	const hex32 = "9f86d081884c7d659a2feaa0c55ad015"
-	clock := &steppingClock{t: time.Now()}
+	clock := testkit.NewSteppingClock(time.Now(), time.Second)
 	e := startKubelet(t, 1, func(o *Options) {
-		o.LogMaxLine, o.LogMaxSize, o.LogMaxFiles, o.Now = 20, 150, 100, clock.now
+		o.LogMaxLine, o.LogMaxSize, o.LogMaxFiles, o.Now = 20, 150, 100, clock.Now
 		o.App.NewToken = func() string { return hex32 }
 	})
 	created := e.createPod("split", e.k.NodeNames()[0], "")

@@ -1,11 +1,9 @@
-package authapi
+package account
 
 import (
 	"crypto/sha256"
 	"encoding/base32"
 	"strings"
-
-	"github.com/sandgate/sandgate/internal/account"
 )
 
 // ssoHashedPrefix starts every user name derived from a hash of an SSO
@@ -46,7 +44,7 @@ func SSOUserName(value string) (string, bool) {
 			return "", false
 		}
 	}
-	if name := strings.ToLower(v); account.ValidateUser(name) == nil && !strings.HasPrefix(name, ssoHashedPrefix) {
+	if name := strings.ToLower(v); ValidateUser(name) == nil && !strings.HasPrefix(name, ssoHashedPrefix) {
 		return name, true
 	}
 	sum := sha256.Sum256([]byte(v))

@@ -1,7 +1,7 @@
-package main
+package nodeproxyd
 
 import (
-	"bytes"
+	"io"
 	"maps"
 	"strings"
 	"testing"
@@ -26,11 +26,11 @@ func TestAuthAPISettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := maps.Clone(base)
 			maps.Copy(e, tc.env)
-			c, err := load(nil, env(e), &bytes.Buffer{})
+			c, err := Load(nil, env(e), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.validate()
+			err = c.Validate()
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("validate() = %v, want %q", err, tc.wantErr)

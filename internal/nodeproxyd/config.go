@@ -1,4 +1,4 @@
-package main
+package nodeproxyd
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/activity"
-	"github.com/sandgate/sandgate/internal/egress"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
@@ -20,9 +19,9 @@ import (
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
-// config is every setting of `nodeproxy`, as the environment and flags
+// Config is every setting of `nodeproxy`, as the environment and flags
 // give it.
-type config struct {
+type Config struct {
 	ListenAddr, OpsAddr       string
 	TLSListenAddr             string
 	TLSCertFile, TLSKeyFile   string
@@ -70,15 +69,15 @@ type config struct {
 	DrainDelay                time.Duration
 	SyncTimeout               time.Duration
 	LogLevel                  string
-	Egress                    egressConfig // the egress listener's block, at the end of this file
+	Egress                    EgressConfig // the egress listener's block (egress_config.go)
 
 	problems []error // values the environment or flags could not parse
 }
 
-// defaults are the seed's defaults where the seed has the setting, and the
+// Defaults are the seed's defaults where the seed has the setting, and the
 // auth API's for what the two must agree on.
-func defaults() config {
-	return config{
+func Defaults() Config {
+	return Config{
 		ListenAddr: ":8080", OpsAddr: ":9090", TLSListenAddr: ":8443",
 		Namespace: "dsh-demo", ClaimPrefix: informer.DefaultClaimPrefix, AppPort: informer.DefaultPort,
 		AuthAPIURL: "http://authapi.sandgate.svc:8080",
@@ -100,7 +99,7 @@ func defaults() config {
 	}
 }
 
-func (c *config) settings() []settings.Setting {
+func (c *Config) settings() []settings.Setting {
 	return append([]settings.Setting{
 		settings.Var("listen-addr", "LISTEN_ADDR", "listener for browsers and API clients (/u/<user>/** and everything the auth API serves)", settings.String(&c.ListenAddr)),
 		settings.Var("tls-listen-addr", "TLS_LISTEN_ADDR", "HTTPS listener for browsers, serving the same as LISTEN_ADDR; only with TLS_CERT_FILE", settings.String(&c.TLSListenAddr)),
@@ -161,11 +160,11 @@ func (c *config) settings() []settings.Setting {
 	}, c.Egress.settings()...)
 }
 
-// load starts from defaults, lets the environment set them and the flags
-// override them. Unparsable values are kept as problems for validate; only
+// Load starts from Defaults, lets the environment set them and the flags
+// override them. Unparsable values are kept as problems for Validate; only
 // flag syntax errors (and --help) return an error here.
-func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
-	c := defaults()
+func Load(args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	c := Defaults()
 	var err error
 	c.problems, err = settings.Load("nodeproxy", c.settings(), args, getenv, usageOut, func() { usage(usageOut) })
 	return c, err
@@ -181,7 +180,7 @@ also be set by the environment variable in brackets; flags win. Durations
 take "90s", "10m" or bare seconds.
 
 `)
-	d := defaults()
+	d := Defaults()
 	settings.Usage(w, d.settings())
 	fmt.Fprint(w, `
 The process refuses to start with COOKIE_SECURE=false unless
@@ -193,8 +192,8 @@ behind a TLS terminator.
 `)
 }
 
-// validate reports every problem at once and changes nothing.
-func (c config) validate() error {
+// Validate reports every problem at once and changes nothing.
+func (c Config) Validate() error {
 	errs := append([]error(nil), c.problems...)
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !c.CookieSecure && !c.AllowInsecure {
@@ -263,11 +262,11 @@ func (c config) validate() error {
 }
 
 // tlsEnabled reports whether the HTTPS listener runs.
-func (c config) tlsEnabled() bool { return c.TLSCertFile != "" }
+func (c Config) tlsEnabled() bool { return c.TLSCertFile != "" }
 
 // validateTLS checks the HTTPS settings: both files or neither, a pair
 // that loads, and a listener of its own.
-func (c config) validateTLS() []error {
+func (c Config) validateTLS() []error {
 	switch {
 	case c.TLSCertFile == "" && c.TLSKeyFile == "":
 		return nil
@@ -288,7 +287,7 @@ func (c config) validateTLS() []error {
 }
 
 // jwksURL is JWKS_URL or the auth API's.
-func (c config) jwksURL() string {
+func (c Config) jwksURL() string {
 	if c.JWKSURL != "" {
 		return c.JWKSURL
 	}
@@ -297,7 +296,7 @@ func (c config) jwksURL() string {
 
 // authAPIInternalURL is AUTHAPI_INTERNAL_URL or AUTHAPI_URL, without a
 // trailing slash.
-func (c config) authAPIInternalURL() string {
+func (c Config) authAPIInternalURL() string {
 	if c.AuthAPIInternalURL != "" {
 		return strings.TrimSuffix(c.AuthAPIInternalURL, "/")
 	}
@@ -305,7 +304,7 @@ func (c config) authAPIInternalURL() string {
 }
 
 // listenPort is the port of LISTEN_ADDR, the default PEER_PORT.
-func (c config) listenPort() (int, error) {
+func (c Config) listenPort() (int, error) {
 	_, port, err := net.SplitHostPort(c.ListenAddr)
 	if err != nil {
 		return 0, fmt.Errorf("LISTEN_ADDR %q is not host:port", c.ListenAddr)
@@ -317,7 +316,7 @@ func (c config) listenPort() (int, error) {
 	return n, nil
 }
 
-func (c config) peerPort() int {
+func (c Config) peerPort() int {
 	if c.PeerPort != 0 {
 		return c.PeerPort
 	}
@@ -325,72 +324,27 @@ func (c config) peerPort() int {
 	return p
 }
 
-func (c config) trustedProxies() ([]netip.Prefix, error) {
+func (c Config) trustedProxies() ([]netip.Prefix, error) {
 	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
 
-// Egress: the node-local egress path for model-provider calls
-// (internal/egress, docs/egress.md). It runs only when EGRESS_PROVIDERS is
-// set.
-
-// egressConfig is the egress listener's settings.
-type egressConfig struct {
-	Addr              string
-	Providers         string
-	KeysDir           string
-	LimitsFile        string
-	RequestsPerMinute int
-	TokensPerDay      int
-	MaxBodyKB         int
-}
-
-func egressDefaults() egressConfig {
-	return egressConfig{
-		Addr: ":8090", KeysDir: "/etc/sandgate/provider-keys",
-		RequestsPerMinute: 60, TokensPerDay: 2_000_000, MaxBodyKB: egress.DefaultMaxBodyBytes >> 10,
+// proxyOptions is the node proxy's Options as the settings give them,
+// without the parts Assemble builds (caches, verifiers, handshaker, token,
+// activity, logging, metrics).
+func (c Config) proxyOptions() nodeproxy.Options {
+	trusted, _ := c.trustedProxies() // validated
+	return nodeproxy.Options{
+		NodeName: c.NodeName, Namespace: c.Namespace,
+		AuthAPI: c.AuthAPIURL, AuthAPIInternal: c.authAPIInternalURL(), AuthProxyHeader: c.AuthProxyHeader,
+		CookieName: c.CookieName, CookieSecure: c.CookieSecure, CookieMaxAge: c.CookieMaxAge,
+		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, PublicOrigin: c.PublicOrigin,
+		OriginCookieName: c.OriginCookieName,
+		PeerPort:         c.peerPort(), TrustedProxies: trusted,
+		MaxBodyBytes: int64(c.MaxBodyMB) << 20, BufferBodyBytes: c.BufferBodyKB << 10,
+		MaxInFlightPerUser: c.MaxInFlightPerUser, WSMaxMessageBytes: int64(c.WSMaxMessageBytes),
+		HeaderAllowlist: settings.SplitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
+		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
+		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
+		DrainTimeout: c.ShutdownTimeout, WakeTimeout: c.WakeTimeout,
 	}
-}
-
-func (e *egressConfig) settings() []settings.Setting {
-	return []settings.Setting{
-		settings.Var("egress-providers", "EGRESS_PROVIDERS", "model providers the sandboxes on this node may call through EGRESS_ADDR, as a JSON list of {name, base_url, header, prefix, key, paths, headers}; empty serves no egress", settings.String(&e.Providers)),
-		settings.Var("egress-addr", "EGRESS_ADDR", "listener for the sandboxes' provider calls (http://<node IP>:<port>/<provider>/...)", settings.String(&e.Addr)),
-		settings.Var("egress-keys-dir", "EGRESS_KEYS_DIR", "the mounted provider-keys Secret: file <key> is a provider's shared key, <key>.<user> a user's own; read again when changed", settings.String(&e.KeysDir)),
-		settings.Var("egress-limits-file", "EGRESS_LIMITS_FILE", "optional JSON file of per-user budgets ({\"default\":{...},\"users\":{\"<user>\":{\"requests_per_minute\":N,\"tokens_per_day\":N}}}); read again when changed", settings.String(&e.LimitsFile)),
-		settings.Var("egress-requests-per-minute", "EGRESS_REQUESTS_PER_MINUTE", "each user's provider calls per minute unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.RequestsPerMinute)),
-		settings.Var("egress-tokens-per-day", "EGRESS_TOKENS_PER_DAY", "each user's provider tokens per UTC day unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.TokensPerDay)),
-		settings.Var("egress-max-body-kb", "EGRESS_MAX_BODY_KB", "largest provider call body (413 past it)", settings.Int(&e.MaxBodyKB)),
-	}
-}
-
-func (e egressConfig) enabled() bool { return e.Providers != "" }
-
-// validate checks the egress block when it is enabled; the other
-// listeners' addresses must differ from EGRESS_ADDR.
-func (e egressConfig) validate(others ...string) []error {
-	if !e.enabled() {
-		return nil
-	}
-	var errs []error
-	if _, err := egress.ParseProviders([]byte(e.Providers)); err != nil {
-		errs = append(errs, fmt.Errorf("EGRESS_PROVIDERS: %w", err))
-	}
-	if _, _, err := net.SplitHostPort(e.Addr); err != nil {
-		errs = append(errs, fmt.Errorf("EGRESS_ADDR %q is not host:port", e.Addr))
-	}
-	for _, o := range others {
-		if o == e.Addr {
-			errs = append(errs, fmt.Errorf("EGRESS_ADDR %q must differ from the other listeners", e.Addr))
-		}
-	}
-	if e.KeysDir == "" {
-		errs = append(errs, errors.New("EGRESS_KEYS_DIR must not be empty"))
-	}
-	if e.RequestsPerMinute < 0 || e.TokensPerDay < 0 {
-		errs = append(errs, errors.New("EGRESS_REQUESTS_PER_MINUTE and EGRESS_TOKENS_PER_DAY must not be negative"))
-	}
-	if e.MaxBodyKB < 1 {
-		errs = append(errs, fmt.Errorf("EGRESS_MAX_BODY_KB %d must be at least 1", e.MaxBodyKB))
-	}
-	return errs
 }

@@ -1,4 +1,4 @@
-package main
+package nodeproxyd
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 // validateHandshake checks the launch-token settings, naming each by its
 // environment variable.
-func (c config) validateHandshake() []error {
+func (c Config) validateHandshake() []error {
 	var errs []error
 	check := func(env string, o handshake.Options) {
 		if err := o.Validate(); err != nil {
@@ -39,7 +39,7 @@ func (c config) validateHandshake() []error {
 }
 
 // handshakeOptions hands the launch-token settings to the handshaker.
-func (c config) handshakeOptions(log *slog.Logger, reg prometheus.Registerer) handshake.Options {
+func (c Config) handshakeOptions(log *slog.Logger, reg prometheus.Registerer) handshake.Options {
 	return handshake.Options{
 		TokenSource: c.TokenSource,
 		LogRoot:     c.LogRoot, TailLines: c.LogTailLines,

@@ -1,7 +1,7 @@
-package main
+package nodeproxyd
 
 import (
-	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,11 +30,11 @@ func TestHopKeySetting(t *testing.T) {
 		{"missing", filepath.Join(dir, "missing"), "", "HOP_KEY_FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := load(nil, env(map[string]string{"NODE_NAME": "n1", "HOP_KEY_FILE": tc.file}), &bytes.Buffer{})
+			c, err := Load(nil, env(map[string]string{"NODE_NAME": "n1", "HOP_KEY_FILE": tc.file}), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.validate()
+			err = c.Validate()
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("validate() = %v, want %q", err, tc.wantErr)

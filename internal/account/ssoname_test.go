@@ -1,10 +1,8 @@
-package authapi
+package account
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/sandgate/sandgate/internal/account"
 )
 
 var ssoIdentityCases = []struct {
@@ -70,7 +68,7 @@ func FuzzSSOUserName(f *testing.F) {
 			}
 			return
 		}
-		if err := account.ValidateUser(got); err != nil {
+		if err := ValidateUser(got); err != nil {
 			t.Fatalf("SSOUserName(%q) = %q, not a user name: %v", value, got, err)
 		}
 		if again, _ := SSOUserName(value); again != got {

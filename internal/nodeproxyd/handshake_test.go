@@ -1,9 +1,9 @@
-package main
+package nodeproxyd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -54,11 +54,11 @@ func TestHandshakeSettings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := maps.Clone(base)
 			maps.Copy(e, tc.env)
-			c, err := load(nil, env(e), &bytes.Buffer{})
+			c, err := Load(nil, env(e), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.validate()
+			err = c.Validate()
 			if len(tc.want) == 0 && err != nil {
 				t.Fatalf("validate() = %v", err)
 			}
@@ -71,7 +71,7 @@ func TestHandshakeSettings(t *testing.T) {
 	}
 }
 
-// TestHandshakeWiring builds the handshaker from the environment as serve
+// TestHandshakeWiring builds the handshaker from the environment as Assemble
 // does and checks which token it exchanges: TOKEN_PATTERN, TOKEN_STREAM,
 // TOKEN_SOURCE, KUBELET_PODS_DIR and TOKEN_FILE all reach it.
 func TestHandshakeWiring(t *testing.T) {
@@ -100,11 +100,11 @@ func TestHandshakeWiring(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := map[string]string{"NODE_NAME": "n1", "LOG_ROOT": logRoot}
 			maps.Copy(e, tc.env)
-			c, err := load(nil, env(e), &bytes.Buffer{})
+			c, err := Load(nil, env(e), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := c.validate(); err != nil {
+			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			app := newTokenApp(t, tc.want)

@@ -1,4 +1,4 @@
-package main
+package nodeproxyd
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type egressRunner struct {
 
 // newEgress builds the egress proxy on idx's caches and binds its
 // listener; it returns nil when no provider is configured.
-func newEgress(e egressConfig, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
+func newEgress(e EgressConfig, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
 	if !e.enabled() {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package nodeproxyd
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // hopKey reads HOP_KEY_FILE once, at start: the key all node proxies share
 // to authenticate hops. Surrounding whitespace (a trailing newline) is not
 // part of it. Nil when the file is not set.
-func (c config) hopKey() ([]byte, error) {
+func (c Config) hopKey() ([]byte, error) {
 	if c.HopKeyFile == "" {
 		return nil, nil
 	}

@@ -1,7 +1,7 @@
-package main
+package nodeproxyd
 
 import (
-	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -24,14 +24,14 @@ func TestEgressSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.env["NODE_NAME"] = "n1"
-			c, err := load(nil, env(tt.env), &bytes.Buffer{})
+			c, err := Load(nil, env(tt.env), io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if c.Egress.enabled() != tt.enabled {
 				t.Errorf("enabled = %v, want %v", c.Egress.enabled(), tt.enabled)
 			}
-			err = c.validate()
+			err = c.Validate()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("validate = %v", err)

@@ -1,4 +1,4 @@
-package main
+package authapid
 
 import (
 	"errors"
@@ -17,10 +17,10 @@ import (
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
-// config is every setting of `authapi`, as the environment and flags give
+// Config is every setting of `authapi`, as the environment and flags give
 // it. Durations accept Go syntax ("90s", "10m") or bare seconds, as the
 // seed's variables are written.
-type config struct {
+type Config struct {
 	ListenAddr, InternalAddr, OpsAddr string
 	Kubeconfig                        string
 	Namespace, ClaimPrefix, WarmPool  string
@@ -57,9 +57,9 @@ type config struct {
 	problems []error // values the environment or flags could not parse
 }
 
-// defaults are the seed's defaults where the seed has the setting.
-func defaults() config {
-	return config{
+// Defaults are the seed's defaults where the seed has the setting.
+func Defaults() Config {
+	return Config{
 		ListenAddr: ":8080", OpsAddr: ":9090",
 		Namespace: "dsh-demo", ClaimPrefix: authapi.DefaultClaimPrefix, WarmPool: authapi.DefaultWarmPool,
 		SigningSecret: authapi.DefaultSigningSecret, Issuer: authapi.DefaultIssuer, Audience: authapi.DefaultAudience,
@@ -78,7 +78,9 @@ func defaults() config {
 	}
 }
 
-func (c *config) settings() []settings.Setting {
+// Settings are the flags and environment variables, each bound to its
+// field of c.
+func (c *Config) Settings() []settings.Setting {
 	return []settings.Setting{
 		settings.Var("listen-addr", "LISTEN_ADDR", "public listener (landing page, signup, login, JWKS; /internal/ too unless --internal-addr)", settings.String(&c.ListenAddr)),
 		settings.Var("internal-addr", "INTERNAL_ADDR", "separate listener for /internal/ routes and the JWKS; empty serves them on --listen-addr", settings.String(&c.InternalAddr)),
@@ -129,13 +131,13 @@ func (c *config) settings() []settings.Setting {
 	}
 }
 
-// load starts from defaults, lets the environment set them and the flags
-// override them. Unparsable values are kept as problems for validate; only
+// Load starts from Defaults, lets the environment set them and the flags
+// override them. Unparsable values are kept as problems for Validate; only
 // flag syntax errors (and --help) return an error here.
-func load(args []string, getenv func(string) string, usageOut io.Writer) (config, error) {
-	c := defaults()
+func Load(args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	c := Defaults()
 	var err error
-	c.problems, err = settings.Load("authapi", c.settings(), args, getenv, usageOut, func() { usage(usageOut) })
+	c.problems, err = settings.Load("authapi", c.Settings(), args, getenv, usageOut, func() { usage(usageOut) })
 	return c, err
 }
 
@@ -149,8 +151,8 @@ environment variable in brackets; flags win. Durations take "90s", "10m" or
 bare seconds.
 
 `)
-	d := defaults()
-	settings.Usage(w, d.settings())
+	d := Defaults()
+	settings.Usage(w, d.Settings())
 	fmt.Fprint(w, `
 Listeners: --listen-addr serves browsers and API clients; --ops-addr serves
 /healthz, /readyz and /metrics; the process refuses to start with
@@ -163,8 +165,8 @@ var (
 	saPattern     = regexp.MustCompile(`^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 )
 
-// validate reports every problem at once and changes nothing.
-func (c config) validate() error {
+// Validate reports every problem at once and changes nothing.
+func (c Config) Validate() error {
 	errs := append([]error(nil), c.problems...)
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if !c.CookieSecure && !c.AllowInsecure {
@@ -240,12 +242,12 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
-func (c config) trustedProxies() ([]netip.Prefix, error) {
+func (c Config) trustedProxies() ([]netip.Prefix, error) {
 	return settings.Prefixes("TRUSTED_PROXIES", c.TrustedProxies)
 }
 
 // inviteCode returns the invite code, read from its file when one is named.
-func (c config) inviteCode() (string, error) {
+func (c Config) inviteCode() (string, error) {
 	if c.InviteCodeFile == "" {
 		return c.InviteCode, nil
 	}

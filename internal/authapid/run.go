@@ -1,0 +1,47 @@
+package authapid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Run serves until ctx ends, then shuts down gracefully: readiness drops,
+// listeners stop accepting, requests in flight get SHUTDOWN_TIMEOUT to
+// finish. Call it once; it closes the listeners when it returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.Close()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range d.servers {
+		d.log.Info("listening", "addr", s.ln.Addr().String())
+		g.Go(func() error {
+			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve %s: %w", s.addr, err)
+			}
+			return nil
+		})
+	}
+	if !d.sweepApart {
+		g.Go(func() error { return d.sweeper.Run(gctx) })
+	}
+	g.Go(func() error { return d.srv.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		d.log.Info("shutting down", "timeout_ms", d.cfg.ShutdownTimeout.Milliseconds())
+		sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+		defer cancel()
+		var errs []error
+		for _, s := range d.servers {
+			errs = append(errs, s.srv.Shutdown(sctx))
+		}
+		return errors.Join(errs...)
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

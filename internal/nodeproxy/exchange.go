@@ -1,0 +1,56 @@
+package nodeproxy
+
+import (
+	"net/netip"
+
+	"github.com/sandgate/sandgate/internal/activity"
+)
+
+// Upstream kinds, for the access log.
+const (
+	upstreamPod     = "pod"
+	upstreamPeer    = "peer"
+	upstreamAuthAPI = "authapi"
+)
+
+// exchange is what the stages learn about one request, and how it ended
+// (outcome). It holds copies, never the RequestCtx or its buffers, because
+// a streamed response or a WebSocket outlives the handler.
+type exchange struct {
+	outcome
+
+	route  route
+	method string
+	peer   netip.Addr
+	client netip.Addr // peer, or whom trusted proxies say they forward
+	fwd    forwarded
+	hopIn  bool
+	ws     bool
+
+	auth     string // authentication method
+	renewed  bool
+	upstream string // pod, peer or authapi
+	pod      string
+	node     string
+	retried  bool // the app answered 401 once and the request was retried
+
+	slot bool // holds one of the user's in-flight slots
+	held bool // waited for its sandbox to wake
+
+	// act is the sandbox the Tracker counts this request against, when
+	// tracked; upgraded once it became a WebSocket.
+	act      activity.Key
+	tracked  bool
+	upgraded bool
+}
+
+// routeLabel is the request's route for metrics and the access log.
+func (x *exchange) routeLabel() string {
+	switch {
+	case x.ws:
+		return routeWebSocket
+	case x.hopIn:
+		return routeHopIn
+	}
+	return x.route.kind.String()
+}

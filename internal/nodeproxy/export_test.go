@@ -1,0 +1,38 @@
+package nodeproxy
+
+import "net/http"
+
+// What the end-to-end tests (package nodeproxy_test, on the shipped
+// assemblies) share with the internal tests.
+var (
+	AccessLines  = accessLines
+	CloseCode    = closeCode
+	ControlPlane = controlPlane
+	Cookie       = cookie
+	Echo         = echo
+	FindCookie   = findCookie
+	HandshakesOf = handshakesOf
+	RawStatus    = rawStatus
+	ReadAll      = readAll
+	TestHopKey   = testHopKey
+)
+
+// Constants of the package and its tests that the end-to-end tests check
+// against.
+const (
+	CloseUnauthenticated = closeUnauthenticated
+	EntryStateName       = entryStateName
+	RaceEnabled          = raceEnabled
+	TestHost             = testHost
+	UpstreamPod          = upstreamPod
+)
+
+// findCookie is resp's cookie name with a value, nil without one.
+func findCookie(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name && c.Value != "" {
+			return c
+		}
+	}
+	return nil
+}

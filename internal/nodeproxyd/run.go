@@ -1,0 +1,68 @@
+package nodeproxyd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Run serves until ctx ends, then drains: the informers, the JWKS fetcher,
+// the activity reporter, the egress proxy and the ops server start at
+// once; the proxy starts serving once the informers have synced and the
+// JWKS has loaded (or SYNC_TIMEOUT passed). Call it once; it releases
+// everything Assemble acquired when it returns.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.Close()
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.idx.Run(ctx) })
+	if d.egress != nil {
+		g.Go(func() error { return d.egress.serve(ctx, d.log) })
+	}
+	g.Go(func() error { return d.fetcher.Start(ctx) })
+	g.Go(func() error { return d.reporter.Run(ctx) })
+	g.Go(func() error {
+		if err := d.ops.Serve(d.opsLn); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve ops: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return d.ops.Shutdown(sctx)
+	})
+	g.Go(func() error {
+		d.waitReady(ctx)
+		for _, l := range d.lns {
+			d.log.Info("serving", "addr", l.Addr().String(), "tls", l.TLS != nil, "node", d.cfg.NodeName)
+		}
+		return d.proxy.ServeAll(ctx, d.lns...)
+	})
+	return g.Wait()
+}
+
+// waitReady holds the start of serving until the caches are warm, so the
+// first requests are not refused for want of an account, but never longer
+// than SYNC_TIMEOUT.
+func (d *Daemon) waitReady(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.SyncTimeout)
+	defer cancel()
+	if err := d.idx.WaitForSync(ctx); err != nil {
+		d.log.Warn("serving before the informers synced", "err", err)
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !d.fetcher.Ready() {
+		select {
+		case <-ctx.Done():
+			d.log.Warn("serving before the JWKS loaded")
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestClock(t *testing.T) {
+	still := NewClock(Epoch)
+	still.Advance(time.Minute)
+	if got := still.Now(); !got.Equal(Epoch.Add(time.Minute)) || !still.Now().Equal(got) {
+		t.Errorf("standing clock read %v then moved", got)
+	}
+	step := NewSteppingClock(Epoch, time.Second)
+	if a, b := step.Now(), step.Now(); b.Sub(a) != time.Second {
+		t.Errorf("stepping clock read %v then %v", a, b)
+	}
+	wall := NewOffsetClock()
+	wall.Advance(time.Hour)
+	if d := wall.Now().Sub(time.Now()); d < 59*time.Minute || d > 61*time.Minute {
+		t.Errorf("offset clock is %v ahead, want an hour", d)
+	}
+}
+
+func TestPoll(t *testing.T) {
+	n := 0
+	if !Poll(t.Context(), Timeout, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Errorf("Poll stopped after %d checks", n)
+	}
+	if Poll(t.Context(), 10*time.Millisecond, func() bool { return false }) {
+		t.Error("Poll reported a condition that never held")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if Poll(ctx, Timeout, func() bool { return false }) {
+		t.Error("Poll reported a condition after its context ended")
+	}
+}
+
+func TestReceive(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	if got := Receive(t, "a value", ch); got != 7 {
+		t.Errorf("Receive = %d, want 7", got)
+	}
+}
