@@ -1,8 +1,6 @@
 package nodeproxyd
 
 import (
-	"io"
-	"maps"
 	"strings"
 	"testing"
 )
@@ -24,13 +22,7 @@ func TestAuthAPISettings(t *testing.T) {
 		{"auth proxy header", map[string]string{"AUTH_PROXY_HEADER": "Remote-User"}, "http://authapi:8080", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := maps.Clone(base)
-			maps.Copy(e, tc.env)
-			c, err := Load(nil, env(e), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Validate()
+			c, err := validated(t, base, tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("validate() = %v, want %q", err, tc.wantErr)
@@ -41,7 +33,7 @@ func TestAuthAPISettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := c.proxyOptions()
-			if o.AuthAPIInternal != tc.wantInternal || o.AuthAPI != "http://authapi:8080/" || o.AuthProxyHeader != e["AUTH_PROXY_HEADER"] {
+			if o.AuthAPIInternal != tc.wantInternal || o.AuthAPI != "http://authapi:8080/" || o.AuthProxyHeader != tc.env["AUTH_PROXY_HEADER"] {
 				t.Errorf("options: auth API %q, internal %q, proxy header %q", o.AuthAPI, o.AuthAPIInternal, o.AuthProxyHeader)
 			}
 		})

@@ -21,6 +21,19 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// validated loads the settings base with extra over it and returns them
+// with what Validate says of them.
+func validated(t *testing.T, base, extra map[string]string) (Config, error) {
+	t.Helper()
+	e := maps.Clone(base)
+	maps.Copy(e, extra)
+	c, err := Load(nil, env(e), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, c.Validate()
+}
+
 func TestEnvThenFlags(t *testing.T) {
 	c, err := Load([]string{"--max-body-mb", "7", "--write-timeout=90"}, env(map[string]string{
 		"NODE_NAME": "n1", "MAX_BODY_MB": "3", "MAX_IN_FLIGHT_PER_USER": "5", "COOKIE_SECURE": "false",
@@ -82,13 +95,7 @@ func TestTLSSettings(t *testing.T) {
 		{"same listener", map[string]string{"TLS_CERT_FILE": certFile, "TLS_KEY_FILE": keyFile, "TLS_LISTEN_ADDR": ":8080"}, "TLS_LISTEN_ADDR \":8080\" must differ"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := maps.Clone(base)
-			maps.Copy(e, tc.env)
-			c, err := Load(nil, env(e), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Validate()
+			c, err := validated(t, base, tc.env)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("validate() = %v", err)

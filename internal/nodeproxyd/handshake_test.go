@@ -3,9 +3,7 @@ package nodeproxyd
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -52,13 +50,7 @@ func TestHandshakeSettings(t *testing.T) {
 		{"file source with a pattern", map[string]string{"TOKEN_SOURCE": "file", "TOKEN_PATTERN": `(?P<token>x)`}, []string{"TOKEN_PATTERN applies to TOKEN_SOURCE=log only"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := maps.Clone(base)
-			maps.Copy(e, tc.env)
-			c, err := Load(nil, env(e), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Validate()
+			_, err := validated(t, base, tc.env)
 			if len(tc.want) == 0 && err != nil {
 				t.Fatalf("validate() = %v", err)
 			}
@@ -98,13 +90,8 @@ func TestHandshakeWiring(t *testing.T) {
 		}, fileToken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := map[string]string{"NODE_NAME": "n1", "LOG_ROOT": logRoot}
-			maps.Copy(e, tc.env)
-			c, err := Load(nil, env(e), io.Discard)
+			c, err := validated(t, map[string]string{"NODE_NAME": "n1", "LOG_ROOT": logRoot}, tc.env)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			app := newTokenApp(t, tc.want)

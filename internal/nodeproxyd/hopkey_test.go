@@ -1,7 +1,6 @@
 package nodeproxyd
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,11 +29,7 @@ func TestHopKeySetting(t *testing.T) {
 		{"missing", filepath.Join(dir, "missing"), "", "HOP_KEY_FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(nil, env(map[string]string{"NODE_NAME": "n1", "HOP_KEY_FILE": tc.file}), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = c.Validate()
+			c, err := validated(t, map[string]string{"NODE_NAME": "n1"}, map[string]string{"HOP_KEY_FILE": tc.file})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("validate() = %v, want %q", err, tc.wantErr)

@@ -1,9 +1,22 @@
 package settings
 
 import (
+	"context"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"k8s.io/klog/v2"
+)
+
+// clientGoLog is the logger that client-go's lines (klog) go to, as
+// component=client-go; nil drops them. klog's own logger may be set only
+// before anything logs through it, so it is set once per process, to a
+// handler that reads this on every line.
+var (
+	clientGoLog   atomic.Pointer[slog.Logger]
+	routeKlogOnce sync.Once
 )
 
 // oneLogFormat sends every other logger in the process through log until
@@ -11,11 +24,51 @@ import (
 // own (klog: leader election, watch and list errors, as
 // component=client-go) and anything written with the standard log package.
 func oneLogFormat(log *slog.Logger) (restore func()) {
-	prev := slog.Default()
-	klog.SetSlogLogger(log.With("component", "client-go"))
+	routeKlogOnce.Do(func() { klog.SetSlogLogger(slog.New(currentClientGo{})) })
+	prevDefault := slog.Default()
+	prevClientGo := clientGoLog.Swap(log.With("component", "client-go"))
 	slog.SetDefault(log)
 	return func() {
-		klog.ClearLogger()
-		slog.SetDefault(prev)
+		clientGoLog.Store(prevClientGo)
+		slog.SetDefault(prevDefault)
 	}
+}
+
+// currentClientGo is a slog.Handler that passes each record to the handler
+// of clientGoLog as it is at that moment, with the attributes and groups
+// added on the way.
+type currentClientGo struct {
+	with []func(slog.Handler) slog.Handler
+}
+
+func (c currentClientGo) target() slog.Handler {
+	log := clientGoLog.Load()
+	if log == nil {
+		return nil
+	}
+	h := log.Handler()
+	for _, w := range c.with {
+		h = w(h)
+	}
+	return h
+}
+
+func (c currentClientGo) Enabled(ctx context.Context, l slog.Level) bool {
+	h := c.target()
+	return h != nil && h.Enabled(ctx, l)
+}
+
+func (c currentClientGo) Handle(ctx context.Context, r slog.Record) error {
+	if h := c.target(); h != nil {
+		return h.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (c currentClientGo) WithAttrs(as []slog.Attr) slog.Handler {
+	return currentClientGo{with: append(slices.Clip(c.with), func(h slog.Handler) slog.Handler { return h.WithAttrs(as) })}
+}
+
+func (c currentClientGo) WithGroup(name string) slog.Handler {
+	return currentClientGo{with: append(slices.Clip(c.with), func(h slog.Handler) slog.Handler { return h.WithGroup(name) })}
 }

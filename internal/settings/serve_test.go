@@ -6,7 +6,12 @@ import (
 	"flag"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+
+	"k8s.io/klog/v2"
+
+	"github.com/sandgate/sandgate/internal/logbuf"
 )
 
 func TestServeExitCodes(t *testing.T) {
@@ -40,5 +45,34 @@ func TestServeExitCodes(t *testing.T) {
 				t.Errorf("served %v, want %v", served, want)
 			}
 		})
+	}
+}
+
+// TestClientGoLinesFollowTheRunningServe: client-go's klog lines go to the
+// stderr of the Serve that runs, as JSON with component=client-go, and
+// nowhere once it has returned; two Serves in one process (as the binaries'
+// tests run them) do not race on klog's logger.
+func TestClientGoLinesFollowTheRunningServe(t *testing.T) {
+	var first, second logbuf.Buffer
+	var wg sync.WaitGroup
+	for _, stderr := range []*logbuf.Buffer{&first, &second} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Serve("cmd", stderr, nil, func() error { return nil }, "info", func(*slog.Logger) error {
+				klog.InfoS("watch restarted", "resource", "pods")
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	klog.InfoS("after every serve")
+	klog.Flush()
+	all := first.String() + second.String()
+	if !strings.Contains(all, `"component":"client-go"`) || !strings.Contains(all, `"msg":"watch restarted"`) {
+		t.Errorf("client-go's line is not among the JSON lines: %q", all)
+	}
+	if strings.Contains(all, "after every serve") {
+		t.Errorf("a client-go line after Serve returned reached its stderr: %q", all)
 	}
 }
