@@ -19,19 +19,52 @@ var (
 	routeKlogOnce sync.Once
 )
 
+// running are the loggers of the Serves under way, oldest first (one in a
+// binary; the binaries' tests run several), and outer is slog's default
+// from before the first of them.
+var running struct {
+	sync.Mutex
+	logs  []*slog.Logger
+	outer *slog.Logger
+}
+
 // oneLogFormat sends every other logger in the process through log until
 // restore is called, so stderr carries only its JSON lines: client-go's
 // own (klog: leader election, watch and list errors, as
 // component=client-go) and anything written with the standard log package.
+// With several under way the newest one wins, and when one ends the
+// newest of the others takes over.
 func oneLogFormat(log *slog.Logger) (restore func()) {
 	routeKlogOnce.Do(func() { klog.SetSlogLogger(slog.New(currentClientGo{})) })
-	prevDefault := slog.Default()
-	prevClientGo := clientGoLog.Swap(log.With("component", "client-go"))
-	slog.SetDefault(log)
-	return func() {
-		clientGoLog.Store(prevClientGo)
-		slog.SetDefault(prevDefault)
+	running.Lock()
+	defer running.Unlock()
+	if len(running.logs) == 0 {
+		running.outer = slog.Default()
 	}
+	running.logs = append(running.logs, log)
+	routeToNewest()
+	return func() {
+		running.Lock()
+		defer running.Unlock()
+		if i := slices.Index(running.logs, log); i >= 0 {
+			running.logs = slices.Delete(running.logs, i, i+1)
+		}
+		routeToNewest()
+	}
+}
+
+// routeToNewest points client-go and slog's default at the newest running
+// logger; with none, client-go's lines are dropped and slog's default is
+// what it was before. The caller holds running.
+func routeToNewest() {
+	n := len(running.logs)
+	if n == 0 {
+		clientGoLog.Store(nil)
+		slog.SetDefault(running.outer)
+		return
+	}
+	clientGoLog.Store(running.logs[n-1].With("component", "client-go"))
+	slog.SetDefault(running.logs[n-1])
 }
 
 // currentClientGo is a slog.Handler that passes each record to the handler
