@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/url"
 	"strconv"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -70,7 +69,7 @@ func serviceTarget(t *testing.T, objs []*unstructured.Unstructured, c *corev1.Co
 		t.Errorf("%q is no URL with a port", raw)
 		return 0
 	}
-	name, ns, _ := strings.Cut(strings.TrimSuffix(u.Hostname(), ".svc"), ".")
+	name, ns := serviceOfURL(raw)
 	port, _ := strconv.Atoi(u.Port())
 	for _, obj := range objs {
 		if obj.GetKind() != "Service" || obj.GetName() != name || obj.GetNamespace() != ns {
