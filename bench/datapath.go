@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -164,6 +167,10 @@ type httpRun struct {
 	// CPU is each server's CPU time per request (warm-up included), by
 	// role: app, proxy (n1), peer (n2), crowd, baseline, bare.
 	CPU map[string]time.Duration `json:"cpu"`
+	// Stall is the share of the run's wall time in which some task on
+	// the machine waited for a CPU (/proc/pressure/cpu): other work's
+	// noise; -1 when the kernel does not report it.
+	Stall float64 `json:"stall"`
 }
 
 // runHTTP runs one load run of c from clientCPU.
@@ -176,7 +183,13 @@ func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
 	for name, p := range procs {
 		before[name], _ = procstat.CPU(p.pid())
 	}
+	stall0, serr := procstat.CPUStall()
+	start := time.Now()
 	err := once("http", httpSpec{Load: load.Options{Target: t, Conns: c.Conns, Rate: rate, Warmup: cfg.warmup, Duration: cfg.duration}}, clientCPU, &r.Result)
+	r.Stall = -1
+	if stall1, err := procstat.CPUStall(); err == nil && serr == nil {
+		r.Stall = float64(stall1-stall0) / float64(time.Since(start))
+	}
 	r.CPU = map[string]time.Duration{}
 	for name, p := range procs {
 		if after, cerr := procstat.CPU(p.pid()); cerr == nil && r.Result.Total > 0 {
@@ -221,7 +234,51 @@ func dataPath(ctx context.Context, cfg config, s *servers, res *results, log *sl
 			res.Half = append(res.Half, r)
 		}
 	}
+	if cfg.profile == "" {
+		return nil
+	}
+	log.Info("half load, traced")
+	t, err := traceHalf(cfg, s, peak/2)
+	if err != nil {
+		log.Warn("trace at half load", "err", err)
+		return nil
+	}
+	res.HalfTrace = &t
 	return nil
+}
+
+// halfTrace is one more proxy run at half load with the proxy's execution
+// trace recorded over its measured part; it is not one of the rounds.
+type halfTrace struct {
+	Run httpRun
+	// File is the trace; Sched is pprof's top table of the time the
+	// proxy's goroutines waited to run once runnable (go tool trace
+	// -pprof=sched).
+	File, Sched string
+}
+
+// traceHalf runs the traced half-load run.
+func traceHalf(c config, s *servers, rate float64) (halfTrace, error) {
+	secs := max(1, int(c.duration.Seconds()))
+	var t halfTrace
+	r, err := during(c, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
+		t.File, err = fetchDebug(s, c.profile, "proxy-half.trace", fmt.Sprintf("/trace?seconds=%d", secs))
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	t.Run = r
+	sched := filepath.Join(c.profile, "proxy-half-sched.pprof")
+	out, err := exec.Command("go", "tool", "trace", "-pprof=sched", t.File).Output()
+	if err != nil {
+		return t, fmt.Errorf("go tool trace -pprof=sched: %w", err)
+	}
+	if err := os.WriteFile(sched, out, 0o644); err != nil {
+		return t, fmt.Errorf("save scheduler profile: %w", err)
+	}
+	t.Sched, err = pprofTop(sched, "-nodecount=12")
+	return t, err
 }
 
 // streams measures SSE delay and WebSocket echo, direct and through the

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"time"
 )
@@ -21,8 +22,8 @@ type memStats struct {
 }
 
 // serveDebug serves /stats (after a GC that returns freed memory to
-// the OS, so RSS counts live memory), /profile?seconds=N (a CPU profile)
-// and /heap (a heap profile) on a loopback port of its own and returns its address.
+// the OS, so RSS counts live memory), /profile?seconds=N (a CPU profile),
+// /trace?seconds=N (an execution trace) and /heap (a heap profile) on a loopback port of its own and returns its address.
 func serveDebug() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,6 +51,19 @@ func serveDebug() (string, error) {
 		}
 		time.Sleep(time.Duration(secs) * time.Second)
 		pprof.StopCPUProfile()
+	})
+	mux.HandleFunc("/trace", func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs <= 0 {
+			http.Error(w, "seconds must be a positive integer", http.StatusBadRequest)
+			return
+		}
+		if err := trace.Start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
+		trace.Stop()
 	})
 	mux.HandleFunc("/heap", func(w http.ResponseWriter, _ *http.Request) {
 		runtime.GC()

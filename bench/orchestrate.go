@@ -26,9 +26,11 @@ type results struct {
 	HTTP    []httpRun
 	Hop     []httpRun
 	Half    []httpRun
-	SSE     []wayLatency
-	WSEcho  []wayLatency
-	Idle    idleResult
+	// HalfTrace is the traced half-load run; nil when not traced.
+	HalfTrace *halfTrace
+	SSE       []wayLatency
+	WSEcho    []wayLatency
+	Idle      idleResult
 	// IdleLimit, when set, says why fewer idle WebSockets were opened
 	// than asked for.
 	IdleLimit string
@@ -184,27 +186,37 @@ func fitSockets(want int, log *slog.Logger) (int, string) {
 // saveProfile fetches a profile from the proxy's debug port into dir/name
 // and returns pprof's top table of it with extra arguments.
 func saveProfile(s *servers, dir, name, path string, args ...string) (string, error) {
+	file, err := fetchDebug(s, dir, name, path)
+	if err != nil {
+		return "", err
+	}
+	return pprofTop(file, args...)
+}
+
+// fetchDebug saves what the proxy's debug port answers on path as
+// dir/name and returns the file's path.
+func fetchDebug(s *servers, dir, name, path string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("make profile directory: %w", err)
 	}
 	file := filepath.Join(dir, name)
 	resp, err := http.Get("http://" + s.proxyDebug + path)
 	if err != nil {
-		return "", fmt.Errorf("fetch profile: %w", err)
+		return "", fmt.Errorf("fetch %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	f, err := os.Create(file)
 	if err != nil {
-		return "", fmt.Errorf("create profile: %w", err)
+		return "", fmt.Errorf("create %s: %w", name, err)
 	}
 	if _, err := f.ReadFrom(resp.Body); err != nil {
 		f.Close()
-		return "", fmt.Errorf("save profile: %w", err)
+		return "", fmt.Errorf("save %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("save profile: %w", err)
+		return "", fmt.Errorf("save %s: %w", name, err)
 	}
-	return pprofTop(file, args...)
+	return file, nil
 }
 
 // pprofTop runs go tool pprof -top with args on this binary's profile.
@@ -248,21 +260,41 @@ func (s *servers) proxyMem() (proxyMemory, error) {
 // 1 KiB requests and returns pprof's top functions.
 func profileProxy(c config, s *servers) (string, error) {
 	secs := int(c.duration.Seconds()) + 1
-	done := make(chan error, 1)
+	pc := c
+	pc.duration = time.Duration(secs+1) * time.Second
+	var file string
+	_, err := during(pc, s, cell{viaProxy, 1 << 10, 64}, 0, func() (err error) {
+		file, err = fetchDebug(s, c.profile, "proxy-cpu.pprof", fmt.Sprintf("/profile?seconds=%d", secs))
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	top, err := pprofTop(file, "-nodecount=20")
+	if err != nil {
+		return "", err
+	}
+	stages, err := pprofTop(file, "-cum", "-nodecount=30", "-show="+stageNodes)
+	return top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages, err
+}
+
+// during runs cell c at rate (0: closed loop) and, once its warm-up is
+// over, capture beside it.
+func during(c config, s *servers, cl cell, rate float64, capture func() error) (httpRun, error) {
+	type ran struct {
+		r   httpRun
+		err error
+	}
+	done := make(chan ran, 1)
 	go func() {
-		pc := c
-		pc.duration = time.Duration(secs+1) * time.Second
-		_, err := s.runHTTP(pc, cell{viaProxy, 1 << 10, 64}, 0)
-		done <- err
+		r, err := s.runHTTP(c, cl, rate)
+		done <- ran{r, err}
 	}()
 	time.Sleep(c.warmup)
-	top, err := saveProfile(s, c.profile, "proxy-cpu.pprof", fmt.Sprintf("/profile?seconds=%d", secs), "-nodecount=20")
-	if werr := <-done; err == nil {
-		err = werr
+	err := capture()
+	out := <-done
+	if out.err != nil {
+		return out.r, out.err
 	}
-	if err != nil {
-		return top, err
-	}
-	stages, err := pprofTop(filepath.Join(c.profile, "proxy-cpu.pprof"), "-cum", "-nodecount=30", "-show="+stageNodes)
-	return top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages, err
+	return out.r, err
 }

@@ -32,6 +32,16 @@ func checkShape(c config, res *results, report string) error {
 	}
 	for _, h := range res.Half {
 		errs = append(errs, checkRun(h)...)
+		if h.Result.Lag.N != h.Result.Requests {
+			bad("half load %s: generator lag of %d requests, want %d", h.Way, h.Result.Lag.N, h.Result.Requests)
+		}
+	}
+	if c.profile != "" {
+		if t := res.HalfTrace; t == nil || t.Sched == "" {
+			bad("half load: no traced run, or its scheduler profile is empty")
+		} else {
+			errs = append(errs, checkRun(t.Run)...)
+		}
 	}
 	for _, s := range []struct {
 		name string

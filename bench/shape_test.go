@@ -26,6 +26,12 @@ func wholeSmoke(c config) *results {
 		}
 	}
 	r.Half = []httpRun{run(fastApp, cell{direct, 1 << 10, 64}), run(fastApp, cell{viaProxy, 1 << 10, 64})}
+	for i := range r.Half {
+		r.Half[i].Result.Lag = load.Latency{N: 10, P50: time.Microsecond, P99: time.Millisecond}
+	}
+	if c.profile != "" {
+		r.HalfTrace = &halfTrace{Run: r.Half[1], File: "proxy-half.trace", Sched: "top"}
+	}
 	for _, w := range []way{direct, viaProxy} {
 		r.SSE = append(r.SSE, wayLatency{w, load.Latency{N: c.sseEvents, P50: time.Millisecond}})
 		r.WSEcho = append(r.WSEcho, wayLatency{w, load.Latency{N: echoMessages, P50: time.Millisecond}})
@@ -75,6 +81,8 @@ func TestCheckShapeFindsGaps(t *testing.T) {
 		{"growth row missing", func(r *results) string { r.Growth = r.Growth[:1]; return "" }, "growth: 1 rows, want 2"},
 		{"pods not counted", func(r *results) string { r.Scale[0].Pods = 0; return "" }, "scale 1000 users"},
 		{"no profile", func(r *results) string { r.Profile = ""; return "" }, "profiles"},
+		{"no generator lag", func(r *results) string { r.Half[0].Result.Lag.N = 0; return "" }, "generator lag of 0 requests"},
+		{"no trace", func(r *results) string { r.HalfTrace = nil; return "" }, "no traced run"},
 		{"NaN printed", func(*results) string { return "| NaN |" }, "prints NaN"},
 		{"Inf printed", func(*results) string { return "ratio +Inf" }, "prints +Inf"},
 	} {

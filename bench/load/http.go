@@ -55,6 +55,10 @@ type Result struct {
 	Errors   int     `json:"errors"`
 	RPS      float64 `json:"rps"`
 	Latency  Latency `json:"latency"`
+	// Lag, in a paced run, is how late each measured request left the
+	// generator after its scheduled time: a stalled generator, not the
+	// server, when it is near Latency's tail.
+	Lag Latency `json:"lag"`
 	// FirstError describes the first failed request.
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -86,9 +90,10 @@ func Run(ctx context.Context, o Options) Result {
 	}
 	wg.Wait()
 	var r Result
-	var all []time.Duration
+	var all, lags []time.Duration
 	for i := range workers {
 		all = append(all, workers[i].samples...)
+		lags = append(lags, workers[i].lags...)
 		r.Errors += workers[i].errors
 		r.Total += workers[i].ok
 		if r.FirstError == "" && workers[i].firstErr != nil {
@@ -98,6 +103,7 @@ func Run(ctx context.Context, o Options) Result {
 	r.Requests = len(all)
 	r.RPS = float64(len(all)) / o.Duration.Seconds()
 	r.Latency = Summarise(all)
+	r.Lag = Summarise(lags)
 	return r
 }
 
@@ -107,7 +113,8 @@ type worker struct {
 	t        Target
 	pick     *rand.Rand
 	samples  []time.Duration
-	ok       int // successful requests, warm-up included
+	lags     []time.Duration // paced: send time minus scheduled time
+	ok       int             // successful requests, warm-up included
 	errors   int
 	firstErr error
 }
@@ -139,9 +146,11 @@ func (w *worker) paced(ctx context.Context, measureFrom, next time.Time, interva
 			case <-time.After(d):
 			}
 		}
+		lag := time.Since(next)
 		ok := w.do(req, resp)
 		if next.After(measureFrom) && ok {
 			w.samples = append(w.samples, time.Since(next))
+			w.lags = append(w.lags, lag)
 		}
 		next = next.Add(interval)
 	}

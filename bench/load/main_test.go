@@ -3,7 +3,7 @@ package load
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -67,3 +67,25 @@ func CPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
+
+// CPUStall returns the machine's total CPU pressure stall so far
+// (/proc/pressure/cpu, "some"): the time at least one runnable task waited
+// for a CPU. Its growth over a run tells how much other work competed for
+// the cores.
+func CPUStall() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, fmt.Errorf("read CPU pressure: %w", err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	for f := range strings.FieldsSeq(line) {
+		if v, ok := strings.CutPrefix(f, "total="); ok {
+			us, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse CPU pressure %q: %w", v, err)
+			}
+			return time.Duration(us) * time.Microsecond, nil
+		}
+	}
+	return 0, fmt.Errorf("no total in CPU pressure line %q", line)
+}
