@@ -36,7 +36,7 @@ func render(c config, r *results) string {
 	p("\n## 1. HTTP data path\n\nClosed loop, %s measured after %s warm-up, every response checked; each cell ran in %d interleaved rounds. "+
 		"Each figure is the median of the rounds, with the lowest and highest round in brackets. "+
 		"(a) the app directly, (b) one node proxy with the full path (JWT cookie, informer resolve, in-flight slot, "+
-		"activity tracking, header policy, handshake cookie, metrics, JSON access log to io.Discard), "+
+		"activity tracking, header policy, handshake cookie, metrics, the JSON access log to io.Discard with its shipped default: plain successes counted into one line per user every 10 s, ACCESS_LOG_SUMMARY), "+
 		"(c) net/http with httputil.ReverseProxy, (d) a bare fasthttp reverse proxy with the node proxy's client settings and "+
 		"nothing else (no auth, lookup, policy, metrics or log): the library's limit. "+
 		"(b) is one hot user, alice, whose app cookie comes from a warm handshake cache stand-in; the many-users run below "+

@@ -1,7 +1,8 @@
 // Package node builds a node proxy the way cmd/nodeproxy wires it, from
 // the bench's fed informer caches: the production nodeproxy.Proxy with a
 // real informer.Index, a real cached JWT verifier, an activity tracker,
-// metrics on a private registry and the access log as JSON to io.Discard.
+// metrics on a private registry and the access log as JSON to io.Discard,
+// with the shipped summary of plain successes.
 // The handshake is the real Handshaker when Options give one, and
 // otherwise a warm cache stand-in.
 package node
@@ -22,6 +23,7 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/nodeproxyd"
 )
 
 // Issuer and Audience of the bench's session tokens.
@@ -106,7 +108,8 @@ func New(o Options) (*nodeproxy.Proxy, error) {
 		AuthAPI: "http://127.0.0.1:1", PeerPort: o.PeerPort,
 		Activity: activity.New(activity.Options{}), Namespace: Namespace,
 		MaxInFlightPerUser: 1 << 20, Registerer: reg,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:           slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		AccessLogSummary: nodeproxyd.DefaultAccessLogSummary,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build node proxy: %w", err)

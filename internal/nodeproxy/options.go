@@ -221,6 +221,12 @@ type Options struct {
 	// Logger receives JSON logs; the access log goes to it with
 	// component=access. Nil discards them.
 	Logger *slog.Logger
+	// AccessLogSummary, when positive, keeps plain successes (2xx, no
+	// error, renewal, retry, wake hold or abort; not WebSockets) out of
+	// the access log and writes instead, this often, one line per user
+	// and route with their count, bytes and longest duration. Every other
+	// request keeps its own line. Zero writes a line for every request.
+	AccessLogSummary time.Duration
 	// Registerer receives the metrics; Gatherer serves them on /metrics.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
@@ -334,7 +340,7 @@ func (o Options) Validate() error {
 		"cookie max age": o.CookieMaxAge, "header timeout": o.HeaderTimeout, "body timeout": o.BodyTimeout,
 		"write timeout": o.WriteTimeout, "idle timeout": o.IdleTimeout, "upstream idle timeout": o.UpstreamIdleTimeout,
 		"dial timeout": o.DialTimeout, "renew timeout": o.RenewTimeout, "drain timeout": o.DrainTimeout,
-		"retry after": o.RetryAfter, "wake timeout": o.WakeTimeout,
+		"retry after": o.RetryAfter, "wake timeout": o.WakeTimeout, "access log summary interval": o.AccessLogSummary,
 	} {
 		if d < 0 {
 			bad("%s %v is negative", name, d)

@@ -81,7 +81,7 @@ func (p *Proxy) writePage(ctx *fasthttp.RequestCtx, x *exchange, status int, m w
 }
 
 // finish releases the request's slot and activity, counts it and writes
-// its access-log line. It runs once, when the response (or WebSocket) has
+// its access-log line (or counts it in the summary of plain successes). It runs once, when the response (or WebSocket) has
 // ended.
 func (p *Proxy) finish(x *exchange) {
 	if !x.finished.CompareAndSwap(false, true) {
@@ -101,6 +101,10 @@ func (p *Proxy) finish(x *exchange) {
 	elapsed := time.Since(x.start)
 	p.m.observeRequest(x, elapsed)
 	p.m.requests.WithLabelValues(x.routeLabel(), codeClass(x.status)).Inc()
+	if p.successes != nil && plain(x) {
+		p.successes.add(x, elapsed)
+		return
+	}
 	p.logAccess(x, elapsed)
 }
 

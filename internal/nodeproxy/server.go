@@ -22,22 +22,25 @@ import (
 // Proxy is the node proxy. Build it with New, run it with Serve. It is
 // safe for concurrent use.
 type Proxy struct {
-	opts     Options
-	log      *slog.Logger
-	access   *slog.Logger
-	m        *metrics
-	policy   headerPolicy
-	inflight *inFlight
-	authAPI  *authClient // renewal, redemption, wake, activity reports
-	renewer  *renewer
-	waker    *waker
-	entries  *failLimiter     // refused entry codes per client
-	unknown  *failLimiter     // refused sessions of unknown keys per client
-	uploads  *uploads         // what bodies that cannot be sent twice need
-	client   *fasthttp.Client // pods, peers and the auth API
-	hopValue string           // X-Sandgate-Hop value: this node's name
-	hopAuth  *hopAuth         // signs and verifies hops; nil without a hop key
-	mainHost string           // host[:port] of PublicOrigin, the apps' Host on user origins
+	opts   Options
+	log    *slog.Logger
+	access *slog.Logger
+	// successes stands for plain successes in the access log; nil when
+	// every request gets its own line.
+	successes *successes
+	m         *metrics
+	policy    headerPolicy
+	inflight  *inFlight
+	authAPI   *authClient // renewal, redemption, wake, activity reports
+	renewer   *renewer
+	waker     *waker
+	entries   *failLimiter     // refused entry codes per client
+	unknown   *failLimiter     // refused sessions of unknown keys per client
+	uploads   *uploads         // what bodies that cannot be sent twice need
+	client    *fasthttp.Client // pods, peers and the auth API
+	hopValue  string           // X-Sandgate-Hop value: this node's name
+	hopAuth   *hopAuth         // signs and verifies hops; nil without a hop key
+	mainHost  string           // host[:port] of PublicOrigin, the apps' Host on user origins
 	// authProxyHeader is AuthProxyHeader lower-cased, or "".
 	authProxyHeader string
 
@@ -73,6 +76,7 @@ func New(o Options) (*Proxy, error) {
 		opts:            o,
 		log:             o.Logger.With("component", "nodeproxy"),
 		access:          o.Logger.With("component", "access"),
+		successes:       newSuccessesIf(o.AccessLogSummary > 0),
 		m:               m,
 		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
 		inflight:        newInFlight(o.MaxInFlightPerUser),
@@ -236,6 +240,15 @@ func (p *Proxy) ServeAll(ctx context.Context, lns ...Listener) error {
 			ln = tls.NewListener(ln, serverTLS(l.TLS))
 		}
 		go func() { served <- srv.Serve(ln) }()
+	}
+	if p.successes != nil {
+		summaryCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
+		summarised := make(chan struct{})
+		go func() {
+			defer close(summarised)
+			p.successes.run(summaryCtx, p.access, p.opts.AccessLogSummary)
+		}()
+		defer func() { stopSummary(); <-summarised }()
 	}
 	pending := len(lns)
 	var failed error

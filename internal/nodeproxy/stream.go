@@ -2,6 +2,7 @@ package nodeproxy
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"sync"
 
@@ -99,15 +100,26 @@ func (r *streamRegistry) closeAll(eventsOnly bool) {
 
 var eventStream = []byte("text/event-stream")
 
+// copyBodyMax is the largest response body of known length that is read
+// whole before the answer is sent: the answer then leaves in one write
+// with its headers and the request ends at once, with no stream to track.
+// Larger bodies and bodies of unknown length stream.
+const copyBodyMax = 16 << 10
+
 // respond copies an upstream response to the client: headers through rp,
-// and the body streamed as it arrives. A body of unknown length goes out
-// chunked with the headers flushed first, so each upstream write (an SSE
-// event) reaches the client without waiting for more.
+// and the body copied whole when small, else streamed as it arrives. A
+// body of unknown length goes out chunked with the headers flushed first,
+// so each upstream write (an SSE event) reaches the client without waiting
+// for more.
 func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, rp respPolicy) {
-	rp.copyResponse(&ctx.Response.Header, &resp.Header)
-	x.status = resp.StatusCode()
 	src, _ := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	cl := resp.Header.ContentLength()
+	if src != nil && cl > 0 && cl <= copyBodyMax && !ctx.IsHead() && !noBody(resp.StatusCode()) {
+		p.respondWhole(ctx, x, resp, rp, src, cl)
+		return
+	}
+	rp.copyResponse(&ctx.Response.Header, &resp.Header)
+	x.status = resp.StatusCode()
 	if src == nil || ctx.IsHead() || noBody(resp.StatusCode()) || cl == 0 {
 		if src != nil {
 			src.CloseWithError(nil)
@@ -133,6 +145,26 @@ func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Re
 		ctx.Response.ImmediateHeaderFlush = true
 	}
 	ctx.Response.SetBodyStream(b, cl)
+}
+
+// respondWhole reads a small body of length cl before answering. An
+// upstream that ends it early gets the client a 502 instead of a
+// truncated answer.
+func (p *Proxy) respondWhole(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, rp respPolicy, src fasthttp.ReadCloserWithError, cl int) {
+	n, err := io.CopyN(ctx.Response.BodyWriter(), src, int64(cl))
+	src.CloseWithError(err)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		ctx.Response.ResetBody()
+		p.fail(ctx, x, fmt.Errorf("%w: response body cut short", ErrUpstream))
+		return
+	}
+	rp.copyResponse(&ctx.Response.Header, &resp.Header)
+	x.status = resp.StatusCode()
+	x.bytesOut = n
+	p.traffic(x)
+	fasthttp.ReleaseResponse(resp)
+	p.finish(x)
 }
 
 // noBody reports statuses that never carry a body.

@@ -69,10 +69,16 @@ type Config struct {
 	DrainDelay                time.Duration
 	SyncTimeout               time.Duration
 	LogLevel                  string
+	AccessLogSummary          time.Duration
 	Egress                    EgressConfig // the egress listener's block (egress_config.go)
 
 	problems []error // values the environment or flags could not parse
 }
+
+// DefaultAccessLogSummary is how often the access log's summary of plain
+// successes is written: on real nodes every line costs the container
+// runtime as much CPU as the request cost the proxy (bench/FINDINGS.md).
+const DefaultAccessLogSummary = 10 * time.Second
 
 // Defaults are the seed's defaults where the seed has the setting, and the
 // auth API's for what the two must agree on.
@@ -94,8 +100,8 @@ func Defaults() Config {
 		UpstreamIdleTimeout: nodeproxy.DefaultUpstreamIdle, RetryAfter: nodeproxy.DefaultRetryAfter,
 		WakeTimeout: nodeproxy.DefaultWakeTimeout, ReportInterval: activity.DefaultReportInterval,
 		ShutdownTimeout: nodeproxy.DefaultDrainTimeout, DrainDelay: 15 * time.Second, SyncTimeout: 2 * time.Minute,
-		LogLevel: "info",
-		Egress:   egressDefaults(),
+		LogLevel: "info", AccessLogSummary: DefaultAccessLogSummary,
+		Egress: egressDefaults(),
 	}
 }
 
@@ -157,6 +163,7 @@ func (c *Config) settings() []settings.Setting {
 		settings.Var("drain-delay", "DRAIN_DELAY", "how long \"nodeproxy drain\" (the preStop hook) holds SIGTERM back after /readyz starts failing, for endpoints to stop sending requests", settings.Duration(&c.DrainDelay)),
 		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", settings.Duration(&c.SyncTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
+		settings.Var("access-log-summary", "ACCESS_LOG_SUMMARY", "plain successes (2xx with no error, renewal, retry or wake hold) get no access-log line of their own: this often, one line per user and route counts them; every other request keeps its line; 0 writes a line for every request", settings.Duration(&c.AccessLogSummary)),
 	}, c.Egress.settings()...)
 }
 
@@ -257,6 +264,9 @@ func (c Config) Validate() error {
 	if _, err := settings.Level(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if c.AccessLogSummary < 0 {
+		bad("ACCESS_LOG_SUMMARY %v must not be negative", c.AccessLogSummary)
+	}
 	errs = append(errs, c.Egress.validate(c.ListenAddr, c.OpsAddr, c.TLSListenAddr)...)
 	return errors.Join(errs...)
 }
@@ -345,6 +355,7 @@ func (c Config) proxyOptions() nodeproxy.Options {
 		HeaderAllowlist: settings.SplitList(c.HeaderAllowlist), MaxHeaderBytes: c.MaxHeaderKB << 10,
 		HeaderTimeout: c.HeaderTimeout, BodyTimeout: c.BodyTimeout, WriteTimeout: c.WriteTimeout,
 		IdleTimeout: c.IdleTimeout, UpstreamIdleTimeout: c.UpstreamIdleTimeout, RetryAfter: c.RetryAfter,
-		DrainTimeout: c.ShutdownTimeout, WakeTimeout: c.WakeTimeout,
+		AccessLogSummary: c.AccessLogSummary,
+		DrainTimeout:     c.ShutdownTimeout, WakeTimeout: c.WakeTimeout,
 	}
 }

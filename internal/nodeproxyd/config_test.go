@@ -45,6 +45,9 @@ func TestEnvThenFlags(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	if c.AccessLogSummary != DefaultAccessLogSummary || c.proxyOptions().AccessLogSummary != DefaultAccessLogSummary {
+		t.Errorf("access log summary %v, passed on as %v, want %v", c.AccessLogSummary, c.proxyOptions().AccessLogSummary, DefaultAccessLogSummary)
+	}
 	if c.NodeName != "n1" || c.MaxBodyMB != 7 || c.MaxInFlightPerUser != 5 || c.CookieSecure || c.WriteTimeout != 90*time.Second {
 		t.Errorf("config %+v", c)
 	}
@@ -59,14 +62,14 @@ func TestEnvThenFlags(t *testing.T) {
 func TestValidateReportsEverything(t *testing.T) {
 	c, err := Load(nil, env(map[string]string{
 		"MAX_BODY_MB": "lots", "COOKIE_SECURE": "false", "TRUSTED_PROXIES": "10.0.0.0/8,nope", "LOG_LEVEL": "loud",
-		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x",
+		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x", "ACCESS_LOG_SUMMARY": "-1s",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.Validate()
 	for _, want := range []string{`MAX_BODY_MB="lots"`, "ALLOW_INSECURE_COOKIES", "NODE_NAME must not be empty", `"nope"`,
-		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL"} {
+		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL", "ACCESS_LOG_SUMMARY -1s"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate() = %v, want %q", err, want)
 		}
