@@ -13,7 +13,10 @@ export SANDGATE_CACHE := $(CACHE)
 export PROMTOOL := $(BIN_DIR)/promtool
 
 GO           ?= go
-GOFLAGS_TEST ?=
+# -race on every package: they all run goroutines (servers, informers,
+# watchers), and it costs the browser tests, the longest, nothing
+# measurable (they wait on Chromium and the API server).
+GOFLAGS_TEST ?= -race
 # An iteration budget, not a duration: Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" at the end of a -fuzztime
 # duration on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).

@@ -5,13 +5,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // logBinaries are the shipped servers that use client-go, each with the
@@ -31,9 +32,9 @@ func logBinaries(t *testing.T, kubeconfig string) map[string]map[string]string {
 		return m
 	}
 	return map[string]map[string]string{
-		"authapi": with("LISTEN_ADDR", freeAddr(t), "INTERNAL_ADDR", freeAddr(t), "OPS_ADDR", freeAddr(t),
+		"authapi": with("LISTEN_ADDR", testkit.FreeAddr(t), "INTERNAL_ADDR", testkit.FreeAddr(t), "OPS_ADDR", testkit.FreeAddr(t),
 			"COOKIE_SECURE", "false", "ALLOW_INSECURE_COOKIES", "1", "POD_NAME", "authapi-logtest"),
-		"nodeproxy": with("LISTEN_ADDR", freeAddr(t), "OPS_ADDR", freeAddr(t), "NODE_NAME", "node-a",
+		"nodeproxy": with("LISTEN_ADDR", testkit.FreeAddr(t), "OPS_ADDR", testkit.FreeAddr(t), "NODE_NAME", "node-a",
 			"COOKIE_SECURE", "false", "ALLOW_INSECURE_COOKIES", "1", "AUTHAPI_URL", "http://"+closedAddr(t),
 			"LOG_ROOT", t.TempDir()),
 		"sandbox-controller-standin": with(),
@@ -133,17 +134,6 @@ current-context: refused
 `, addr)
 }
 
-// freeAddr is a loopback address free when it was picked.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // closedAddr is a loopback address where nothing listens: connections to it
 // are refused.
-func closedAddr(t *testing.T) string { return freeAddr(t) }
+func closedAddr(t *testing.T) string { return testkit.FreeAddr(t) }

@@ -21,20 +21,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/sandgate/sandgate/internal/settings"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { settings.Main(run) }
 
 // run is main without the process: 0 after a clean shutdown, 1 on failure,
 // 2 on a usage error.

@@ -9,14 +9,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // helperEnv makes the test binary run main, for the signal test.
@@ -29,14 +30,12 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 var launchLine = regexp.MustCompile(`(?m)^dsh web: listening on http://(\S+)/\?token=([A-Za-z0-9_-]{43})$`)
 
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"web", "--help"}} {
 		var out, errOut bytes.Buffer
-		if code := run(context.Background(), args, env(nil), &out, &errOut); code != 0 {
+		if code := run(context.Background(), args, testkit.Env(nil), &out, &errOut); code != 0 {
 			t.Fatalf("%q: exit %d: %s", args, code, errOut.String())
 		}
 		for _, want := range []string{"Usage: agent-standin web", "STAND-IN for DSH Web", "-host", "-port", "-token-file", "DSH_HOME", "DSH_TRUSTED_HOSTS", "DSH_TOKEN_FILE"} {
@@ -49,7 +48,7 @@ func TestHelp(t *testing.T) {
 
 // TestTemplateArgs loads what manifests/sandbox/template.yaml passes.
 func TestTemplateArgs(t *testing.T) {
-	o, err := load([]string{"web", "--host", "0.0.0.0", "--port", "3080"}, env(map[string]string{
+	o, err := load([]string{"web", "--host", "0.0.0.0", "--port", "3080"}, testkit.Env(map[string]string{
 		"HOME": "/workspace", "DSH_HOME": "/home/node/.dsh", "DSH_PERMISSION_MODE": "danger-full-access",
 		"DSH_TRUSTED_HOSTS": "sandgate.example.com, other.example,",
 	}), &bytes.Buffer{})
@@ -66,7 +65,7 @@ func TestTemplateArgs(t *testing.T) {
 }
 
 func TestDataDirFromHome(t *testing.T) {
-	o, err := load([]string{"web"}, env(map[string]string{"HOME": "/workspace"}), &bytes.Buffer{})
+	o, err := load([]string{"web"}, testkit.Env(map[string]string{"HOME": "/workspace"}), &bytes.Buffer{})
 	if err != nil || o.DataDir != "/workspace/.dsh" || o.Host != "127.0.0.1" || o.Port != 3080 {
 		t.Errorf("load = %+v, %v; want data in /workspace/.dsh on 127.0.0.1:3080", o, err)
 	}
@@ -86,7 +85,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), tt.args, env(tt.env), &out, &errOut)
+		code := run(context.Background(), tt.args, testkit.Env(tt.env), &out, &errOut)
 		if code != 2 {
 			t.Errorf("%q: exit %d, want 2", tt.args, code)
 		}
@@ -110,36 +109,33 @@ func start(t *testing.T, dataDir string, extra ...string) *standin {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &standin{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}}
-	done := make(chan int, 1)
+	ended := make(chan struct{})
+	code := 0
 	go func() {
-		done <- run(ctx, append([]string{"web", "--host", "127.0.0.1", "--port", "0"}, extra...),
-			env(map[string]string{"DSH_HOME": dataDir, "DSH_TRUSTED_HOSTS": "sandgate.example"}), s.stdout, s.stderr)
+		defer close(ended)
+		code = run(ctx, append([]string{"web", "--host", "127.0.0.1", "--port", "0"}, extra...),
+			testkit.Env(map[string]string{"DSH_HOME": dataDir, "DSH_TRUSTED_HOSTS": "sandgate.example"}), s.stdout, s.stderr)
 	}()
-	code := -1
-	s.stop = func() int {
-		if code < 0 {
-			cancel()
-			code = <-done
-		}
+	s.stop = sync.OnceValue(func() int {
+		cancel()
+		<-ended
 		return code
-	}
+	})
 	t.Cleanup(func() { s.stop() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if m := launchLine.FindStringSubmatch(s.stdout.String()); m != nil {
-			s.base, s.token = "http://"+m[1], m[2]
-			return s
-		}
+	launched := testkit.Poll(t.Context(), testkit.Timeout, func() bool {
 		select {
-		case code := <-done:
+		case <-ended:
 			t.Fatalf("exit %d before the launch line: %s", code, s.stderr)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no launch line; stdout %q stderr %q", s.stdout, s.stderr)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return launchLine.MatchString(s.stdout.String())
+	})
+	if !launched {
+		t.Fatalf("no launch line; stdout %q stderr %q", s.stdout, s.stderr)
 	}
+	m := launchLine.FindStringSubmatch(s.stdout.String())
+	s.base, s.token = "http://"+m[1], m[2]
+	return s
 }
 
 // send sends one request with the given Host and returns the response.
@@ -213,16 +209,16 @@ func TestServeKeepsDataAcrossRestarts(t *testing.T) {
 // TestTokenFile: --token-file, or DSH_TOKEN_FILE, makes the stand-in write
 // the token of its launch line to that file, for TOKEN_SOURCE=file.
 func TestTokenFile(t *testing.T) {
-	o, err := load([]string{"web"}, env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
+	o, err := load([]string{"web"}, testkit.Env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
 	if err != nil || o.TokenFile != "/run/dsh/token" {
 		t.Errorf("DSH_TOKEN_FILE: %+v, %v", o, err)
 	}
-	o, err = load([]string{"web", "--token-file", "/run/other"}, env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
+	o, err = load([]string{"web", "--token-file", "/run/other"}, testkit.Env(map[string]string{"HOME": "/h", "DSH_TOKEN_FILE": "/run/dsh/token"}), &bytes.Buffer{})
 	if err != nil || o.TokenFile != "/run/other" {
 		t.Errorf("--token-file over DSH_TOKEN_FILE: %+v, %v", o, err)
 	}
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"web", "--token-file", "run/token"}, env(map[string]string{"HOME": "/h"}), &out, &errOut); code != 2 ||
+	if code := run(context.Background(), []string{"web", "--token-file", "run/token"}, testkit.Env(map[string]string{"HOME": "/h"}), &out, &errOut); code != 2 ||
 		!strings.Contains(errOut.String(), `token file "run/token"`) {
 		t.Errorf("relative --token-file: exit %d, %q", code, errOut.String())
 	}
@@ -248,13 +244,7 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	deadline := time.Now().Add(10 * time.Second)
-	for !launchLine.MatchString(stdout.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no launch line on stdout; stdout %q stderr %q", stdout, stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the launch line on stdout", func() bool { return launchLine.MatchString(stdout.String()) })
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

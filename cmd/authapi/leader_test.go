@@ -7,14 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
@@ -24,6 +29,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // childEnv makes the test binary run as the authapi command (see
@@ -38,17 +44,6 @@ const (
 	ltInterval = time.Second
 )
 
-// runChild runs the authapi command when the test binary was started as a
-// replica by TestLeaderKilled, and reports whether it did.
-func runChild() (int, bool) {
-	if os.Getenv(childEnv) != "1" {
-		return 0, false
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	return run(ctx, nil, os.Getenv, os.Stdin, os.Stdout, os.Stderr), true
-}
-
 // replicaProc is one auth API replica running as a child process.
 type replicaProc struct {
 	pod, url string
@@ -56,19 +51,19 @@ type replicaProc struct {
 }
 
 // TestLeaderKilled SIGKILLs the leading auth API replica (a real process)
-// just before an idle sandbox is due and checks the rules: the
-// other replica leads within the lease duration, the sandbox that node
-// proxies report busy is never suspended, and the idle one is suspended
-// exactly once, by the new leader.
+// and checks the rules: the other replica leads within the lease
+// duration, the sandbox that node proxies report busy is never suspended,
+// and the idle one is suspended exactly once, by the new leader.
 func TestLeaderKilled(t *testing.T) {
-	e := simtest.Start(t, cluster, simtest.Options{Replicas: 2})
+	cp := testkit.ControlPlane(t)
+	e := simtest.Start(t, cp, simtest.Options{Replicas: 2})
 	idle, busy := managedClaim(e, "bob"), managedClaim(e, "carol")
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := controlplane.WriteKubeconfig(cluster.AdminConfig(), kubeconfig); err != nil {
+	if err := controlplane.WriteKubeconfig(cp.AdminConfig(), kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	token, err := cluster.ServiceAccountToken(t.Context(), e.NS, "nodeproxy", 3600, authapi.DefaultInternalAudience)
+	token, err := cp.ServiceAccountToken(t.Context(), e.NS, "nodeproxy", 3600, authapi.DefaultInternalAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +73,9 @@ func TestLeaderKilled(t *testing.T) {
 	}
 
 	// The node proxies' reports, through a Service that skips dead
-	// replicas: node-a saw bob once, node-b has carol's request in flight.
-	touched := time.Now().UnixMilli()
+	// replicas: node-a sees bob active until the leader is killed, then
+	// never again; node-b has carol's request in flight.
+	var bobLast atomic.Int64 // bob's last activity once frozen, 0 until then
 	report := func(node string, entries ...activity.Entry) {
 		body, _ := json.Marshal(activity.Report{Node: node, SentAt: time.Now().UnixMilli(), Entries: entries})
 		for _, r := range reps {
@@ -106,7 +102,11 @@ func TestLeaderKilled(t *testing.T) {
 		defer tick.Stop()
 		for {
 			now := time.Now().UnixMilli()
-			report("node-a", activity.Entry{Namespace: e.NS, Sandbox: idle, LastActivity: touched})
+			last := bobLast.Load()
+			if last == 0 {
+				last = now
+			}
+			report("node-a", activity.Entry{Namespace: e.NS, Sandbox: idle, LastActivity: last})
 			report("node-b", activity.Entry{Namespace: e.NS, Sandbox: busy, LastActivity: now, InFlight: 1})
 			select {
 			case <-ctx.Done():
@@ -117,46 +117,37 @@ func TestLeaderKilled(t *testing.T) {
 	}()
 	defer func() { stopReports(); <-reported; http.DefaultClient.CloseIdleConnections() }()
 
-	var leader *replicaProc
-	e.Eventually(20*time.Second, func() string {
-		if leader = leaseHolder(e, reps); leader == nil {
-			return "no leader"
-		}
-		return ""
-	})
-	// Kill it just before bob's sandbox is due (the first term started
-	// its idle clock no earlier than when it saw the sandbox).
-	time.Sleep(time.Until(time.UnixMilli(touched).Add(ltIdle - 500*time.Millisecond)))
+	leader, _ := awaitLeader(e, reps, nil)
+	// The leader saw bob active at most one report interval ago, so it
+	// has ltIdle - ltInterval left before bob is due: it dies first.
+	lease, err := e.Core.CoordinationV1().Leases(e.NS).Get(t.Context(), sweeper.DefaultLeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bobLast.Store(time.Now().UnixMilli())
 	if err := syscall.Kill(leader.proc.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
-	<-leader.proc.Done()
+	testkit.Receive(t, leader.pod+"'s exit", leader.proc.Done())
 
-	var next *replicaProc
+	next, taken := awaitLeader(e, reps, leader)
+	// Measured by the replicas' own clocks on the Lease: the old leader's
+	// last renewal, the new one's acquisition.
+	if lease.Spec.RenewTime == nil || taken.Spec.AcquireTime == nil {
+		t.Fatalf("Lease without renew or acquire time: %+v, then %+v", lease.Spec, taken.Spec)
+	}
+	took := taken.Spec.AcquireTime.Sub(lease.Spec.RenewTime.Time)
+	t.Logf("%s leads %v after %s last renewed (lease %v)", next.pod, took.Round(time.Millisecond), leader.pod, ltLease)
 	const slack = 2 * time.Second // timers run late on a loaded 2-core machine
-	e.Eventually(ltLease+2*ltRetry+slack+time.Second, func() string {
-		if next = leaseHolder(e, reps); next == nil || next == leader {
-			return "no new leader"
-		}
-		return ""
-	})
-	took := time.Since(killed)
-	t.Logf("%s leads %v after %s was killed (lease %v)", next.pod, took.Round(time.Millisecond), leader.pod, ltLease)
 	if took > ltLease+2*ltRetry+slack {
 		t.Errorf("handover took %v, longer than the lease duration (+ two retry periods and scheduling slack)", took)
 	}
 
-	e.Eventually(ltIdle+3*ltInterval+10*time.Second, func() string {
-		if sb, err := e.Sandbox(idle); err != nil || sb.Spec.OperatingMode != agents.OperatingModeSuspended {
-			return "idle sandbox not suspended after the handover"
-		}
-		return ""
+	testkit.Eventually(t, "idle sandbox suspended after the handover", func() bool {
+		sb, err := e.Sandbox(idle)
+		return err == nil && sb.Spec.OperatingMode == agents.OperatingModeSuspended
 	})
-	time.Sleep(ltIdle)
-	if sb, err := e.Sandbox(busy); err != nil || sb.Spec.OperatingMode == agents.OperatingModeSuspended {
-		t.Errorf("busy sandbox suspended (or gone: %v)", err)
-	}
+	staysAwake(e, busy, ltIdle)
 	patches := map[string][]string{}
 	for _, r := range reps {
 		data, err := os.ReadFile(r.proc.LogPath())
@@ -178,6 +169,48 @@ func TestLeaderKilled(t *testing.T) {
 	}
 }
 
+// awaitLeader watches the sweeper's Lease until a live replica other than
+// not holds it, and returns that replica and the Lease as it saw it.
+func awaitLeader(e *simtest.Env, reps []*replicaProc, not *replicaProc) (*replicaProc, *coordinationv1.Lease) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(e.T.Context(), testkit.Timeout)
+	defer cancel()
+	var holder *replicaProc
+	lw := cache.NewListWatchFromClient(e.Core.CoordinationV1().RESTClient(), "leases", e.NS,
+		fields.OneTermEqualSelector("metadata.name", sweeper.DefaultLeaseName))
+	ev, err := watchtools.UntilWithSync(ctx, lw, &coordinationv1.Lease{}, nil, func(ev watch.Event) (bool, error) {
+		l, ok := ev.Object.(*coordinationv1.Lease)
+		holder = nil
+		if ok {
+			holder = leaseHolder(l, reps)
+		}
+		return holder != nil && holder != not, nil
+	})
+	if err != nil {
+		e.T.Fatalf("waiting for a leader other than %v: %v", not, err)
+	}
+	return holder, ev.Object.(*coordinationv1.Lease)
+}
+
+// staysAwake fails the test if Sandbox name is suspended within d. It
+// watches, so a suspension fails the test at once.
+func staysAwake(e *simtest.Env, name string, d time.Duration) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(e.T.Context(), d)
+	defer cancel()
+	w, err := e.SB.Sandboxes(e.NS).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if sb, ok := ev.Object.(*agents.Sandbox); ok && sb.Spec.OperatingMode == agents.OperatingModeSuspended {
+			e.T.Errorf("busy sandbox %s suspended", name)
+			return
+		}
+	}
+}
+
 // managedClaim creates user's claim as the auth API labels it and returns
 // the name of the Sandbox it adopted.
 func managedClaim(e *simtest.Env, user string) string {
@@ -196,7 +229,7 @@ func managedClaim(e *simtest.Env, user string) string {
 // test's short idle and lease timings and waits until it is ready.
 func startReplica(t *testing.T, dir, kubeconfig, ns string, i int) *replicaProc {
 	t.Helper()
-	listen, ops := freePort(t), freePort(t)
+	listen, ops := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	r := &replicaProc{pod: fmt.Sprintf("authapi-%d", i), url: "http://" + listen}
 	env := []string{
 		childEnv + "=1", "KUBECONFIG=" + kubeconfig, "NAMESPACE=" + ns,
@@ -217,26 +250,18 @@ func startReplica(t *testing.T, dir, kubeconfig, ns string, i int) *replicaProc 
 			t.Errorf("stop %s: %v", r.pod, err)
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + ops + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return r
-			}
-		}
-		if time.Now().After(deadline) || p.Exited() {
-			t.Fatalf("%s not ready:\n%s", r.pod, p.LogTail())
-		}
-		time.Sleep(100 * time.Millisecond)
+	ready := testkit.Poll(t.Context(), testkit.Timeout, func() bool {
+		return p.Exited() || testkit.Status("http://"+ops+"/readyz") == http.StatusOK
+	})
+	if !ready || p.Exited() {
+		t.Fatalf("%s not ready:\n%s", r.pod, p.LogTail())
 	}
+	return r
 }
 
-// leaseHolder is the replica the sweeper's Lease names, or nil.
-func leaseHolder(e *simtest.Env, reps []*replicaProc) *replicaProc {
-	l, err := e.Core.CoordinationV1().Leases(e.NS).Get(e.T.Context(), sweeper.DefaultLeaseName, metav1.GetOptions{})
-	if err != nil || l.Spec.HolderIdentity == nil {
+// leaseHolder is the live replica l names as its holder, or nil.
+func leaseHolder(l *coordinationv1.Lease, reps []*replicaProc) *replicaProc {
+	if l.Spec.HolderIdentity == nil {
 		return nil
 	}
 	for _, r := range reps {

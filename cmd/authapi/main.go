@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/drain"
@@ -18,10 +16,9 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	settings.Exit(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	})
 }
 
 // run is main without the process: 0 on success, 1 on failure, 2 on a

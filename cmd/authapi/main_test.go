@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,42 +11,23 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/authapid"
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
 	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cluster *controlplane.ControlPlane
-
 func TestMain(m *testing.M) {
-	if code, ok := runChild(); ok {
-		os.Exit(code)
+	if os.Getenv(childEnv) == "1" {
+		main()
 	}
-	code := clustertest.Main(m, &cluster)
-	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testkit.Main(m)
 }
-
-func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
 func runCmd(t *testing.T, args []string, e map[string]string, stdin string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(t.Context(), args, env(e), strings.NewReader(stdin), &out, &errOut)
+	code := run(t.Context(), args, testkit.Env(e), strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -161,78 +139,31 @@ func forged(tok string) string {
 	return tok[:i] + string(c) + tok[i+1:]
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestServeAndShutDown runs the real command against the API server: the
 // ops listener reports ready, the public one serves the landing page and
 // JWKS (and not /metrics), and cancelling shuts it down cleanly.
 func TestServeAndShutDown(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := controlplane.WriteKubeconfig(cluster.AdminConfig(), kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	pub, ops := freePort(t), freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	logs := &logbuf.Buffer{}
-	go func() {
-		done <- run(ctx, nil, env(map[string]string{
-			"KUBECONFIG": kubeconfig, "NAMESPACE": ns, "LISTEN_ADDR": pub, "OPS_ADDR": ops,
-			"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "POD_NAME": "authapi-test",
-		}), strings.NewReader(""), &bytes.Buffer{}, logs)
-	}()
-	get := func(url string) int {
-		resp, err := http.Get(url)
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for get("http://"+ops+"/readyz") != 200 {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("not ready; logs:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s := startServer(t, nil)
 	for path, want := range map[string]int{"/": 200, "/.well-known/jwks.json": 200, "/metrics": 404} {
-		if got := get("http://" + pub + path); got != want {
+		if got := testkit.Status("http://" + s.pub + path); got != want {
 			t.Errorf("public %s: %d, want %d", path, got, want)
 		}
 	}
-	if resp, err := http.Post("http://"+pub+"/login", "application/json", strings.NewReader(`{"user":"alice","token":"x"}`)); err == nil {
+	if resp, err := http.Post("http://"+s.pub+"/login", "application/json", strings.NewReader(`{"user":"alice","token":"x"}`)); err == nil {
 		resp.Body.Close()
 	}
 	for path, want := range map[string]int{"/healthz": 200, "/metrics": 200} {
-		if got := get("http://" + ops + path); got != want {
+		if got := testkit.Status("http://" + s.ops + path); got != want {
 			t.Errorf("ops %s: %d, want %d", path, got, want)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d; logs:\n%s", code, logs.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no shutdown within 30s")
+	if code := s.stop(); code != 0 {
+		t.Errorf("exit %d; logs:\n%s", code, s.logs)
 	}
-	if !strings.Contains(logs.String(), `"msg":"audit","log":"audit","replica":"authapi-test","action":"login","user":"alice"`) {
-		t.Errorf("no audit event of the login on stderr:\n%s", logs.String())
+	if !strings.Contains(s.logs.String(), `"msg":"audit","log":"audit","replica":"authapi-test","action":"login","user":"alice"`) {
+		t.Errorf("no audit event of the login on stderr:\n%s", s.logs)
 	}
-	if !strings.Contains(logs.String(), `"msg":"shutting down"`) {
-		t.Errorf("no shutdown log:\n%s", logs.String())
+	if !strings.Contains(s.logs.String(), `"msg":"shutting down"`) {
+		t.Errorf("no shutdown log:\n%s", s.logs)
 	}
-	http.DefaultClient.CloseIdleConnections()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sandgate/sandgate/internal/drain"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestDrainCommand: "nodeproxy drain" (the preStop hook) drains the proxy
@@ -21,12 +22,12 @@ func TestDrainCommand(t *testing.T) {
 	defer ops.Close()
 	e := map[string]string{"NODE_NAME": "n1", "OPS_ADDR": ops.Listener.Addr().String()}
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"drain"}, env(e), &bytes.Buffer{}, &stderr); code != 0 || !gate.Draining() {
+	if code := run(context.Background(), []string{"drain"}, testkit.Env(e), &bytes.Buffer{}, &stderr); code != 0 || !gate.Draining() {
 		t.Fatalf("drain: exit %d, draining %v: %s", code, gate.Draining(), stderr.String())
 	}
 	ops.Close()
 	stderr.Reset()
-	if code := run(context.Background(), []string{"drain"}, env(e), &bytes.Buffer{}, &stderr); code != 1 || !strings.HasPrefix(stderr.String(), `{"time"`) {
+	if code := run(context.Background(), []string{"drain"}, testkit.Env(e), &bytes.Buffer{}, &stderr); code != 1 || !strings.HasPrefix(stderr.String(), `{"time"`) {
 		t.Errorf("drain with nothing at OPS_ADDR: exit %d: %s", code, stderr.String())
 	}
 }

@@ -7,21 +7,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sandgate/sandgate/internal/drain"
 	"github.com/sandgate/sandgate/internal/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/settings"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { settings.Main(run) }
 
 // run is main without the process: 0 on success, 1 on failure, 2 on a
 // usage error.

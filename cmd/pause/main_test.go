@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,9 +13,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // helperEnv makes the test binary act as pause ("pause"), as pause with a
@@ -113,18 +115,14 @@ func TestProcess(t *testing.T) {
 	}
 
 	childStdin.Close() // the child exits and becomes pause's zombie until reaped
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := os.Stat("/proc/" + strconv.Itoa(childPid))
-		if errors.Is(err, fs.ErrNotExist) {
-			break
+	proc := "/proc/" + strconv.Itoa(childPid)
+	testkit.EventuallyNil(t, "the exited child reaped", func() error {
+		if _, err := os.Stat(proc); errors.Is(err, fs.ErrNotExist) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			stat, _ := os.ReadFile("/proc/" + strconv.Itoa(childPid) + "/stat")
-			t.Fatalf("child %d not reaped: %s", childPid, stat)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		stat, _ := os.ReadFile(proc + "/stat")
+		return fmt.Errorf("child %d not reaped: %s", childPid, stat)
+	})
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -10,21 +10,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/sim/controller"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { settings.Main(run) }
 
 // run is main without the process: 0 after ctx ends, 1 on failure, 2 on a
 // usage error.

@@ -9,15 +9,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"--help"}, env(nil), &out, &errOut); code != 0 {
+	if code := run(context.Background(), []string{"--help"}, testkit.Env(nil), &out, &errOut); code != 0 {
 		t.Fatalf("--help exit %d: %s", code, errOut.String())
 	}
 	for _, want := range []string{"Usage: sandbox-controller-standin", "STAND-IN for the agent-sandbox controller",
@@ -30,7 +30,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestEnvThenFlags(t *testing.T) {
-	o, err := load([]string{"--namespace", "sandgate, team-b", "--log-level=debug"}, env(map[string]string{
+	o, err := load([]string{"--namespace", "sandgate, team-b", "--log-level=debug"}, testkit.Env(map[string]string{
 		"KUBECONFIG": "/etc/kube/config", "NAMESPACE": "ignored", "CLUSTER_DOMAIN": "k8s.example", "WORKERS": "4",
 	}), &bytes.Buffer{})
 	if err != nil {
@@ -47,7 +47,7 @@ func TestEnvThenFlags(t *testing.T) {
 }
 
 func TestValidateReportsEverything(t *testing.T) {
-	o, err := load([]string{"--namespace", "ok,Not_A_Namespace", "--cluster-domain", "bad domain"}, env(map[string]string{
+	o, err := load([]string{"--namespace", "ok,Not_A_Namespace", "--cluster-domain", "bad domain"}, testkit.Env(map[string]string{
 		"WORKERS": "many", "LOG_LEVEL": "loud",
 	}), &bytes.Buffer{})
 	if err != nil {
@@ -60,7 +60,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		}
 	}
 	var errOut bytes.Buffer
-	if code := run(context.Background(), []string{"--workers", "0"}, env(nil), &bytes.Buffer{}, &errOut); code != 2 || !strings.Contains(errOut.String(), "WORKERS 0") {
+	if code := run(context.Background(), []string{"--workers", "0"}, testkit.Env(nil), &bytes.Buffer{}, &errOut); code != 2 || !strings.Contains(errOut.String(), "WORKERS 0") {
 		t.Errorf("run with --workers 0: exit %d, %q", code, errOut.String())
 	}
 }

@@ -17,17 +17,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/sandgate/sandgate/internal/localcluster"
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	settings.Exit(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 const usage = `usage: sandgate-cluster up|down|node [flags]

@@ -17,11 +17,11 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // fakeELF returns a minimal x86-64 ELF executable header with one PT_LOAD
 // segment, and a PT_INTERP one when dynamic: enough for debug/elf.
@@ -69,7 +69,7 @@ var line = regexp.MustCompile(`(?m)^(\S+) +(\S+) (sha256:[0-9a-f]{64}) (\S+) id=
 
 func TestHelp(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"--help"}, env(nil), &out, &errOut); code != 0 {
+	if code := run([]string{"--help"}, testkit.Env(nil), &out, &errOut); code != 0 {
 		t.Fatalf("--help exit %d: %s", code, errOut.String())
 	}
 	for _, want := range []string{"Usage: sandgate-images", "ctr -n k8s.io images import", "-bin-dir", "-out-dir", "-version",
@@ -87,7 +87,7 @@ func buildImages(t *testing.T, bins, out string, extra ...string) string {
 	args := append([]string{"--bin-dir", bins, "--out-dir", out, "--version", "v0.3.0", "--revision", "abc123",
 		"--bin", "busybox=" + filepath.Join(bins, "busybox")}, extra...)
 	var stdout, stderr bytes.Buffer
-	if code := run(args, env(nil), &stdout, &stderr); code != 0 {
+	if code := run(args, testkit.Env(nil), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	return stdout.String()
@@ -233,7 +233,7 @@ func TestFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"--bin-dir", bins, "--out-dir", t.TempDir(), "--bin", "busybox=" + filepath.Join(bins, "busybox")}, tt.args...)
 			var stdout, stderr bytes.Buffer
-			if code := run(args, env(nil), &stdout, &stderr); code != tt.code {
+			if code := run(args, testkit.Env(nil), &stdout, &stderr); code != tt.code {
 				t.Errorf("exit %d, want %d; stderr %s", code, tt.code, stderr.String())
 			}
 			for _, w := range tt.want {
@@ -246,15 +246,15 @@ func TestFailures(t *testing.T) {
 }
 
 func TestSourceDateEpoch(t *testing.T) {
-	o, err := load(nil, env(map[string]string{"SOURCE_DATE_EPOCH": "1700000000"}), io.Discard)
+	o, err := load(nil, testkit.Env(map[string]string{"SOURCE_DATE_EPOCH": "1700000000"}), io.Discard)
 	if err != nil || o.SourceDateEpoch != 1700000000 {
 		t.Errorf("SOURCE_DATE_EPOCH: %d, %v", o.SourceDateEpoch, err)
 	}
-	o, err = load([]string{"--source-date-epoch", "5"}, env(map[string]string{"SOURCE_DATE_EPOCH": "1700000000"}), io.Discard)
+	o, err = load([]string{"--source-date-epoch", "5"}, testkit.Env(map[string]string{"SOURCE_DATE_EPOCH": "1700000000"}), io.Discard)
 	if err != nil || o.SourceDateEpoch != 5 {
 		t.Errorf("flag over SOURCE_DATE_EPOCH: %d, %v", o.SourceDateEpoch, err)
 	}
-	if _, err := load(nil, env(map[string]string{"SOURCE_DATE_EPOCH": "yesterday"}), io.Discard); err == nil {
+	if _, err := load(nil, testkit.Env(map[string]string{"SOURCE_DATE_EPOCH": "yesterday"}), io.Discard); err == nil {
 		t.Error("a non-numeric SOURCE_DATE_EPOCH was accepted")
 	}
 }

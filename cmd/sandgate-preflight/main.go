@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,12 +17,7 @@ import (
 	"github.com/sandgate/sandgate/internal/ssopreflight"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { settings.Main(run) }
 
 // run is main without the process: 0 when every condition holds, 1 when
 // one fails or the cluster cannot be read, 2 on a usage error.

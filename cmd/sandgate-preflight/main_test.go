@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestRunExitCodes(t *testing.T) {
 	// A kubeconfig whose server refuses connections: the cluster cannot
@@ -44,7 +44,7 @@ current-context: c
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(t.Context(), tc.args, env(tc.env), &stdout, &stderr)
+			code := run(t.Context(), tc.args, testkit.Env(tc.env), &stdout, &stderr)
 			if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d with %q and %q", code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
 			}

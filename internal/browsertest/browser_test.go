@@ -46,6 +46,15 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// keepPlatformLog writes p's log into dir if t fails.
+func keepPlatformLog(t *testing.T, dir string, p *platform) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = writeFile(dir, "platform.log", p.logs.Bytes())
+		}
+	})
+}
+
 // artifactsDir returns a fresh directory for t's screenshots and logs under
 // $SANDGATE_ARTIFACTS, default <module root>/artifacts/browser.
 func artifactsDir(t *testing.T) string {

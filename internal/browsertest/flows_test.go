@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
-
 	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
@@ -78,11 +75,7 @@ func runFlows(t *testing.T, mode userorigin.Mode) {
 	p := startPlatform(t, mode)
 	browser := startBrowser(t, p)
 	t.Logf("screenshots and logs: %s", dir)
-	t.Cleanup(func() {
-		if t.Failed() {
-			_ = writeFile(dir, "platform.log", p.logs.Bytes())
-		}
-	})
+	keepPlatformLog(t, dir, p)
 
 	alice := newSession(t, browser, p, dir, "alice")
 	var bearer string
@@ -226,22 +219,11 @@ func openAgentFromTokenPage(ctx context.Context, s *session, user string) error 
 // origin: the origin session is there, HttpOnly and host-only, and the main
 // session cookie is not; on the main origin it is the other way round.
 func originCookies(ctx context.Context, s *session, user string) error {
-	names := func(url string) (map[string]*network.Cookie, error) {
-		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{url}})
-		if err != nil {
-			return nil, fmt.Errorf("cookies of %s: %w", url, err)
-		}
-		m := make(map[string]*network.Cookie)
-		for _, c := range res.Cookies {
-			m[c.Name] = c
-		}
-		return m, nil
-	}
-	origin, err := names(s.p.agentURL(user, ""))
+	origin, err := cookiesOf(ctx, s.p.agentURL(user, ""))
 	if err != nil {
 		return err
 	}
-	main, err := names(s.url("/"))
+	main, err := cookiesOf(ctx, s.url("/"))
 	if err != nil {
 		return err
 	}
@@ -288,9 +270,11 @@ func reloadFlow(s *session, p *platform, user string) {
 		if _, err := navigate(ctx, s, "/"); err != nil {
 			return err
 		}
-		return until(ctx, "the landing page", s.landingSignedIn(user))
+		if err := until(ctx, "the landing page", s.landingSignedIn(user)); err != nil {
+			return err
+		}
+		return s.awaitExpiry(ctx, user)
 	})
-	time.Sleep(sessionTTL + verifierLeeway + 2*time.Second)
 	s.do("agent after token expiry", agentTimeout, func(ctx context.Context) error {
 		code, err := navigateURL(ctx, s.p.agentURL(user, ""))
 		if err != nil {
@@ -308,7 +292,9 @@ func reloadFlow(s *session, p *platform, user string) {
 		return nil
 	})
 	s.do("reload after renewal", agentTimeout, func(ctx context.Context) error {
-		time.Sleep(sessionTTL + verifierLeeway + time.Second)
+		if err := s.awaitExpiry(ctx, user); err != nil {
+			return err
+		}
 		code, err := reload(ctx)
 		if err != nil {
 			return err
@@ -392,13 +378,18 @@ func fillLogin(ctx context.Context, s *session, user, token string) error {
 	return typeInto(ctx, `form[action="/login"] input[name="token"]`, token)
 }
 
-// loginRefused logs in as user with token through the landing page and
-// expects the refusal page.
-func loginRefused(ctx context.Context, s *session, user, token string) error {
+// submitLogin fills the landing page's login form and submits it.
+func submitLogin(ctx context.Context, s *session, user, token string) error {
 	if err := fillLogin(ctx, s, user, token); err != nil {
 		return err
 	}
-	if err := click(ctx, `form[action="/login"] button`); err != nil {
+	return click(ctx, `form[action="/login"] button`)
+}
+
+// loginRefused logs in as user with token through the landing page and
+// expects the refusal page.
+func loginRefused(ctx context.Context, s *session, user, token string) error {
+	if err := submitLogin(ctx, s, user, token); err != nil {
 		return err
 	}
 	return until(ctx, "a refused login", fmt.Sprintf(`document.readyState === 'complete' && location.origin === %q && location.pathname !== '/u/%s/' && !!document.querySelector('.error')`, s.p.mainOrigin(), user))
@@ -505,10 +496,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		return loginRefused(ctx, s, user, token)
 	})
 	s.do("login with the new token", agentTimeout, func(ctx context.Context) error {
-		if err := fillLogin(ctx, s, user, fresh); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/login"] button`); err != nil {
+		if err := submitLogin(ctx, s, user, fresh); err != nil {
 			return err
 		}
 		return until(ctx, "the agent after login", s.agentReady(user))

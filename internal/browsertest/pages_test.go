@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -43,11 +42,7 @@ func runPages(t *testing.T, mode userorigin.Mode) {
 	p := startPlatform(t, mode)
 	browser := startBrowser(t, p)
 	t.Logf("screenshots: %s", dir)
-	t.Cleanup(func() {
-		if t.Failed() {
-			_ = writeFile(dir, "platform.log", p.logs.Bytes())
-		}
-	})
+	keepPlatformLog(t, dir, p)
 	const user = "carol"
 	s := newSession(t, browser, p, dir, user)
 
@@ -197,10 +192,7 @@ func signOutEverywhereFlow(t *testing.T, s *session, browser context.Context, p 
 	t.Helper()
 	other := newSession(t, browser, p, dir, user+"-2")
 	other.do("second browser signed in", agentTimeout, func(ctx context.Context) error {
-		if err := fillLogin(ctx, other, user, token); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/login"] button`); err != nil {
+		if err := submitLogin(ctx, other, user, token); err != nil {
 			return err
 		}
 		return until(ctx, "the agent", other.agentReady(user))
@@ -309,13 +301,13 @@ func tooManyFlow(t *testing.T, browser context.Context, p *platform, dir, user s
 // cookieHeaders returns the browser's cookies for user's agent as
 // name=value pairs.
 func cookieHeaders(ctx context.Context, p *platform, user string) ([]string, error) {
-	res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{p.agentURL(user, "")}})
+	jar, err := cookiesOf(ctx, p.agentURL(user, ""))
 	if err != nil {
-		return nil, fmt.Errorf("cookies of %s: %w", p.agentURL(user, ""), err)
+		return nil, err
 	}
 	var out []string
-	for _, c := range res.Cookies {
-		out = append(out, c.Name+"="+c.Value)
+	for name, c := range jar {
+		out = append(out, name+"="+c.Value)
 	}
 	return out, nil
 }

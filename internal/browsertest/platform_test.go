@@ -29,6 +29,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sim/controller"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -45,9 +46,6 @@ const userDomain = "u.example.test"
 // sessionTTL is the auth API's session token lifetime in these tests, short
 // so that a test outlives a token and sees it renewed.
 const sessionTTL = 3 * time.Second
-
-// verifierLeeway is the node proxies' clock leeway on token expiry.
-const verifierLeeway = nodeproxyd.SessionLeeway
 
 // Idle suspend and wake timings. The sweeper runs only while a flow asks
 // for it (platform.sweep), so the short idle timeout cannot suspend an
@@ -70,6 +68,7 @@ type platform struct {
 	t       *testing.T
 	mode    userorigin.Mode
 	port    string // the node proxies' common port
+	authURL string
 	ns      string
 	kube    kubernetes.Interface
 	sb      *sandboxapi.Client
@@ -94,14 +93,14 @@ type platformNode struct {
 // configure them but for the short timings above.
 func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	t.Helper()
-	cp := controlPlane(t)
+	cp := testkit.ControlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{
 		Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay},
 	})
 	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	authURL := p.startAuth(logger)
+	p.authURL = p.startAuth(logger)
 
 	clustertest.GrantNodeProxy(t, p.kube, p.ns)
 	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
@@ -116,25 +115,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	var done []chan error
-	t.Cleanup(func() {
-		stop()
-		for _, d := range done {
-			if err := <-d; err != nil {
-				t.Errorf("node proxy: %v", err)
-			}
-		}
-	})
-
+	kube, sb := testkit.Clients(t, cfg)
 	port := 0
 	for i := 1; i <= 2; i++ {
 		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
@@ -149,7 +130,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 		}
 		c := nodeproxyd.Defaults()
 		c.NodeName, c.Namespace, c.ListenAddr, c.OpsAddr = n.name, p.ns, n.addr, "127.0.0.1:0"
-		c.AuthAPIURL, c.SATokenFile, c.LogRoot = authURL, tokenFile, sim.Cluster.Kubelet.LogRoot(n.name)
+		c.AuthAPIURL, c.SATokenFile, c.LogRoot = p.authURL, tokenFile, sim.Cluster.Kubelet.LogRoot(n.name)
 		c.CookieSecure, c.AllowInsecure = false, true
 		c.ShutdownTimeout, c.WakeTimeout, c.ReportInterval = 2*time.Second, wakeTimeout, reportInterval
 		c.RoutingMode = string(mode)
@@ -167,13 +148,11 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 			t.Fatal(err)
 		}
 		n.idx, n.ops = d.Index(), d.OpsAddr()
-		d2 := make(chan error, 1)
-		done = append(done, d2)
-		go func() { d2 <- d.Run(runCtx) }()
+		testkit.Run(t, n.name+"'s node proxy", d.Run)
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		waitFor(t, 60*time.Second, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
+		testkit.Eventually(t, n.name+" ready", func() bool { return testkit.Status("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
 }
@@ -201,27 +180,9 @@ func (p *platform) startAuth(logger *slog.Logger) string {
 		t.Fatal(err)
 	}
 	p.sweeper = auth.Sweeper()
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- auth.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("auth API: %v", err)
-		}
-	})
-	waitFor(t, 60*time.Second, "auth API ready", auth.Ready)
+	testkit.Run(t, "auth API", auth.Run)
+	testkit.Eventually(t, "auth API ready", auth.Ready)
 	return "http://" + auth.Addr()
-}
-
-// getStatus is the status of a GET of url, 0 when it fails.
-func getStatus(url string) int {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // subdomain reports whether the platform runs in subdomain routing.
@@ -337,15 +298,4 @@ func (p *platform) renewals() float64 {
 		}
 	}
 	return sum
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -39,11 +39,7 @@ func TestSecurityEntryCodeBoundToBrowser(t *testing.T) {
 	dir := artifactsDir(t)
 	p := startPlatform(t, userorigin.Subdomain)
 	browser := startBrowser(t, p)
-	t.Cleanup(func() {
-		if t.Failed() {
-			_ = writeFile(dir, "platform.log", p.logs.Bytes())
-		}
-	})
+	keepPlatformLog(t, dir, p)
 	mallory := newSession(t, browser, p, dir, "mallory")
 	alice := newSession(t, browser, p, dir, "alice")
 	malloryOrigin := p.agentURL("mallory", "")
