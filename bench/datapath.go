@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,6 +173,14 @@ type httpRun struct {
 	// the machine waited for a CPU (/proc/pressure/cpu): other work's
 	// noise; -1 when the kernel does not report it.
 	Stall float64 `json:"stall"`
+	// Logged is what n1's proxy logged per request over the run (warm-up
+	// included), on the ways through it; nil on the others.
+	Logged *perRequest `json:"logged,omitempty"`
+}
+
+// perRequest is log output per request.
+type perRequest struct {
+	Lines, Bytes float64
 }
 
 // runHTTP runs one load run of c from clientCPU.
@@ -183,12 +193,17 @@ func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
 	for name, p := range procs {
 		before[name], _ = procstat.CPU(p.pid())
 	}
+	logged0, lerr := s.logCount(c.Way)
 	stall0, serr := procstat.CPUStall()
 	start := time.Now()
 	err := once("http", httpSpec{Load: load.Options{Target: t, Conns: c.Conns, Rate: rate, Warmup: cfg.warmup, Duration: cfg.duration}}, clientCPU, &r.Result)
 	r.Stall = -1
 	if stall1, err := procstat.CPUStall(); err == nil && serr == nil {
 		r.Stall = float64(stall1-stall0) / float64(time.Since(start))
+	}
+	if logged1, err := s.logCount(c.Way); err == nil && lerr == nil && logged0 != nil && r.Result.Total > 0 {
+		n := float64(r.Result.Total)
+		r.Logged = &perRequest{Lines: float64(logged1.Lines-logged0.Lines) / n, Bytes: float64(logged1.Bytes-logged0.Bytes) / n}
 	}
 	r.CPU = map[string]time.Duration{}
 	for name, p := range procs {
@@ -200,6 +215,24 @@ func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
 		err = fmt.Errorf("%s %s %dB x%d: %d errors, first: %s", s.app.Name, c.Way, c.Size, c.Conns, r.Result.Errors, r.Result.FirstError)
 	}
 	return r, err
+}
+
+// logCount reads what n1's proxy has logged so far, on the ways through
+// it; nil on the others.
+func (s *servers) logCount(w way) (*logCount, error) {
+	if w != viaProxy && w != viaHop {
+		return nil, nil
+	}
+	resp, err := http.Get("http://" + s.proxyDebug + "/logs")
+	if err != nil {
+		return nil, fmt.Errorf("proxy log count: %w", err)
+	}
+	defer resp.Body.Close()
+	var c logCount
+	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+		return nil, fmt.Errorf("decode proxy log count: %w", err)
+	}
+	return &c, nil
 }
 
 // dataPath runs the app's cells in interleaved rounds, then, for the

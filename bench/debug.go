@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,8 +11,27 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
+
+// lineCounter counts the lines and bytes written to it and drops them.
+type lineCounter struct{ lines, bytes atomic.Int64 }
+
+func (c *lineCounter) Write(b []byte) (int, error) {
+	c.lines.Add(int64(bytes.Count(b, []byte("\n"))))
+	c.bytes.Add(int64(len(b)))
+	return len(b), nil
+}
+
+// proxyLog counts a proxy role's log output, which /logs reports.
+var proxyLog lineCounter
+
+// logCount is what /logs reports: the lines and bytes logged so far.
+type logCount struct {
+	Lines int64 `json:"lines"`
+	Bytes int64 `json:"bytes"`
+}
 
 // memStats is what a proxy reports about its memory on /stats.
 type memStats struct {
@@ -23,7 +43,8 @@ type memStats struct {
 
 // serveDebug serves /stats (after a GC that returns freed memory to
 // the OS, so RSS counts live memory), /profile?seconds=N (a CPU profile),
-// /trace?seconds=N (an execution trace) and /heap (a heap profile) on a loopback port of its own and returns its address.
+// /trace?seconds=N (an execution trace), /logs (the log lines and bytes
+// written so far) and /heap (a heap profile) on a loopback port of its own and returns its address.
 func serveDebug() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -64,6 +85,9 @@ func serveDebug() (string, error) {
 		}
 		time.Sleep(time.Duration(secs) * time.Second)
 		trace.Stop()
+	})
+	mux.HandleFunc("/logs", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(logCount{Lines: proxyLog.lines.Load(), Bytes: proxyLog.bytes.Load()})
 	})
 	mux.HandleFunc("/heap", func(w http.ResponseWriter, _ *http.Request) {
 		runtime.GC()

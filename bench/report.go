@@ -45,6 +45,7 @@ func render(c config, r *results) string {
 	for _, a := range apps {
 		dataTable(&b, r, a, c)
 	}
+	logTable(&b, r, c)
 	halfTable(&b, r, c)
 	crowdTable(&b, r, c)
 

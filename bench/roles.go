@@ -248,7 +248,7 @@ func serveProxy(ctx context.Context, s proxySpec) error {
 		fo.Users, fo.User, fo.Place = s.Crowd, crowdUser, func(int) int { return s.Node }
 	}
 	lists := feed.Build(fo)
-	no := node.Options{Name: me.Name, JWKS: s.JWKS, PeerPort: s.PeerPort}
+	no := node.Options{Name: me.Name, JWKS: s.JWKS, PeerPort: s.PeerPort, Log: &proxyLog}
 	if s.Crowd > 0 {
 		hs, cleanup, err := podHandshaker(ctx, lists)
 		if err != nil {

@@ -24,6 +24,9 @@ func checkShape(c config, res *results, report string) error {
 			}
 			for _, h := range rs {
 				errs = append(errs, checkRun(h)...)
+				if (cl.Way == viaProxy || cl.Way == viaHop) && h.Logged == nil {
+					bad("%s %s %dB x%d: the proxy's log output was not counted", a.Name, cl.Way, cl.Size, cl.Conns)
+				}
 			}
 		}
 	}

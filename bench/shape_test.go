@@ -17,6 +17,9 @@ func wholeSmoke(c config) *results {
 		for _, role := range servedBy[cl.Way] {
 			h.CPU[role] = 10 * time.Microsecond
 		}
+		if cl.Way == viaProxy || cl.Way == viaHop {
+			h.Logged = &perRequest{Lines: 0.001, Bytes: 0.2}
+		}
 		return h
 	}
 	r := &results{Profile: "top", IdleHeap: "top"}
@@ -83,6 +86,12 @@ func TestCheckShapeFindsGaps(t *testing.T) {
 		{"no profile", func(r *results) string { r.Profile = ""; return "" }, "profiles"},
 		{"no generator lag", func(r *results) string { r.Half[0].Result.Lag.N = 0; return "" }, "generator lag of 0 requests"},
 		{"no trace", func(r *results) string { r.HalfTrace = nil; return "" }, "no traced run"},
+		{"log not counted", func(r *results) string {
+			for i := range r.HTTP {
+				r.HTTP[i].Logged = nil
+			}
+			return ""
+		}, "log output was not counted"},
 		{"NaN printed", func(*results) string { return "| NaN |" }, "prints NaN"},
 		{"Inf printed", func(*results) string { return "ratio +Inf" }, "prints +Inf"},
 	} {

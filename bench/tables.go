@@ -43,7 +43,7 @@ func dataTable(b *strings.Builder, r *results, a app, c config) {
 }
 
 // wayName labels the ways in tables.
-var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp"}
+var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp", viaHop: "hop"}
 
 // halfTable writes the half-load rounds, their medians and the traced
 // run.
@@ -180,4 +180,26 @@ func ratioCell(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", a/b)
+}
+
+// logTable writes what n1's proxy logged per request on the ways through
+// it: the access log's cost driver on real nodes, where every line goes
+// through the container runtime.
+func logTable(b *strings.Builder, r *results, c config) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n### Log output\n\nLines and bytes n1's proxy logged per request over each run (warm-up included; medians of the rounds), " +
+		"with the shipped ACCESS_LOG_SUMMARY: a plain success adds to a line per user and route every 10 s instead of a line " +
+		"of its own. On a real node each line is read and written again by the container runtime (the CRI log).\n\n")
+	p("| app | way | body | conns | lines per request | bytes per request |\n|---|---|---|---|---|---|\n")
+	for _, a := range apps {
+		for _, cl := range plan(a, c.smoke) {
+			rs := r.runs(a, cl)
+			if len(rs) == 0 || rs[0].Logged == nil {
+				continue
+			}
+			lines := rs.of(func(h httpRun) float64 { return h.Logged.Lines })
+			bytes := rs.of(func(h httpRun) float64 { return h.Logged.Bytes })
+			p("| %s | %s | %s | %d | %.4f | %.2f |\n", a.Name, wayName[cl.Way], kib(cl.Size), cl.Conns, lines.Med, bytes.Med)
+		}
+	}
 }

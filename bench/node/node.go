@@ -1,13 +1,14 @@
 // Package node builds a node proxy the way cmd/nodeproxy wires it, from
 // the bench's fed informer caches: the production nodeproxy.Proxy with a
 // real informer.Index, a real cached JWT verifier, an activity tracker,
-// metrics on a private registry and the access log as JSON to io.Discard,
-// with the shipped summary of plain successes.
+// metrics on a private registry and the logs as JSON to Options.Log, with
+// the shipped summary of plain successes in the access log.
 // The handshake is the real Handshaker when Options give one, and
 // otherwise a warm cache stand-in.
 package node
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -80,6 +81,8 @@ type Options struct {
 	PeerPort int
 	// Registerer receives the proxy's metrics; nil uses a fresh registry.
 	Registerer prometheus.Registerer
+	// Log receives the proxy's JSON log lines; nil discards them.
+	Log io.Writer
 	// Handshaker gets the apps' cookies; nil answers from a warm cache.
 	Handshaker nodeproxy.Handshaker
 }
@@ -108,7 +111,7 @@ func New(o Options) (*nodeproxy.Proxy, error) {
 		AuthAPI: "http://127.0.0.1:1", PeerPort: o.PeerPort,
 		Activity: activity.New(activity.Options{}), Namespace: Namespace,
 		MaxInFlightPerUser: 1 << 20, Registerer: reg,
-		Logger:           slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Logger:           slog.New(slog.NewJSONHandler(cmp.Or[io.Writer](o.Log, io.Discard), nil)),
 		AccessLogSummary: nodeproxyd.DefaultAccessLogSummary,
 	})
 	if err != nil {

@@ -7,13 +7,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Stages timed by the stage histogram.
+// stage is a request stage timed by the stage histogram.
+type stage int
+
 const (
-	stageAuth      = "auth"
-	stageResolve   = "resolve"
-	stageHandshake = "handshake"
-	stageUpstream  = "upstream" // until the upstream's response headers
+	stageAuth stage = iota
+	stageResolve
+	stageHandshake
+	stageUpstream // until the upstream's response headers
+	stageCount
 )
+
+// stageNames are the stages' label values.
+var stageNames = [stageCount]string{"auth", "resolve", "handshake", "upstream"}
 
 // metrics holds the proxy's collectors. Label values come from small fixed
 // sets: route kinds, status classes, stages, results; never a user or path.
@@ -33,6 +39,8 @@ type metrics struct {
 	// once so a request observes without a label lookup.
 	durationOf    [routeKinds]prometheus.Observer
 	durationHopIn prometheus.Observer
+	// stageOf is stages' observers, resolved once.
+	stageOf       [stageCount]prometheus.Observer
 	openStreams   prometheus.GaugeFunc
 	jwksRefreshed prometheus.GaugeFunc
 
@@ -119,8 +127,8 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 	for _, r := range []string{wakeReady, wakeTimeout, wakePage, wakeFailed} {
 		m.wakes.WithLabelValues(r)
 	}
-	for _, s := range []string{stageAuth, stageResolve, stageHandshake, stageUpstream} {
-		m.stages.WithLabelValues(s)
+	for s := range stageCount {
+		m.stageOf[s] = m.stages.WithLabelValues(stageNames[s])
 	}
 	if reg == nil {
 		return m, nil
@@ -134,8 +142,8 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observe(stage string, since time.Time) {
-	m.stages.WithLabelValues(stage).Observe(time.Since(since).Seconds())
+func (m *metrics) observe(s stage, since time.Time) {
+	m.stageOf[s].Observe(time.Since(since).Seconds())
 }
 
 // observeRequest records a finished request's whole duration. WebSockets
