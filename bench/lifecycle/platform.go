@@ -129,13 +129,14 @@ func (p *platform) createPool(ctx context.Context) error {
 }
 
 // startAuth runs one auth API replica with a sweeper, the shipped
-// assembly with the bench's timings and no rate limit.
+// assembly with the bench's timings and no rate limit or signup budget:
+// the bench signs up Signups accounts at once from one client.
 func (p *platform) startAuth(ctx context.Context, log *slog.Logger) error {
 	c := authapid.Defaults()
 	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", "authapi-0"
 	c.Namespace, c.WarmPool, c.TrustedProxies = namespace, pool, "127.0.0.0/8"
 	c.AllowedServiceAccounts = "system:serviceaccount:" + namespace + ":nodeproxy"
-	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
+	c.CookieSecure, c.AllowInsecure, c.RateLimit, c.SignupBudget = false, true, 0, 1<<20
 	c.WakeTimeout, c.IdleTimeout, c.ReportInterval = 30*time.Second, IdleTimeout, ReportInterval
 	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
 	auth, err := authapid.Assemble(c, authapid.Deps{Logger: log, Kube: p.kube, Sandboxes: p.sb})
