@@ -191,6 +191,17 @@ func TestEntryRules(t *testing.T) {
 			}
 		})
 	}
+	t.Run("used, then again past its expiry but within the leeway", func(t *testing.T) {
+		u := entry(t, in, ck, "alice", "/")
+		body := redeemBody(u.Query().Get("code"), origin)
+		if resp, got := in.do(t, req{method: "POST", path: redeemPath, json: body, header: proxy}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("first redemption: %d %s", resp.StatusCode, got)
+		}
+		clock.Advance(time.Second + entryLeeway/2)
+		if resp, got := in.do(t, req{method: "POST", path: redeemPath, json: body, header: proxy}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("second redemption after the code expired, within the leeway that still verifies it: %d %s, want 403", resp.StatusCode, got)
+		}
+	})
 	t.Run("a main session is no entry code", func(t *testing.T) {
 		resp, _ := in.do(t, req{method: "POST", path: redeemPath, json: redeemBody(ck.Value, origin), header: proxy})
 		if resp.StatusCode != http.StatusForbidden {

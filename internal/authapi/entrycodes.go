@@ -71,7 +71,9 @@ func (s *claimStore) useEntryCode(ctx context.Context, user, id string, exp time
 		if len(used) >= maxUsedEntryCodes {
 			return fmt.Errorf("%w: too many entry codes in flight", ErrUnavailable)
 		}
-		used[id] = exp.Unix()
+		// Kept as long as the verifier still accepts the code: past
+		// exp, within its leeway, a forgotten code would redeem again.
+		used[id] = exp.Add(entryLeeway).Unix()
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": c.ResourceVersion,
 			"annotations":     map[string]string{account.AnnotationUsedEntryCodes: encodeUsedCodes(used)},
