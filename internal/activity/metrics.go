@@ -1,9 +1,9 @@
 package activity
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // Report results, the only values of the reports' result label.
@@ -19,18 +19,16 @@ type reporterMetrics struct {
 }
 
 func newReporterMetrics(reg prometheus.Registerer) (*reporterMetrics, error) {
+	const ns, sub = "sandgate", "activity"
+	s := metricset.New(sub)
 	m := &reporterMetrics{
-		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "activity", Name: "reports_total",
+		reports: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "reports_total",
 			Help: "Activity reports sent to the auth API by result (after retries).",
-		}, []string{"result"}),
+		}, []string{"result"}, metricset.Each(resultOK, resultError)...),
 	}
-	m.reports.WithLabelValues(resultOK)
-	m.reports.WithLabelValues(resultError)
-	if reg != nil {
-		if err := reg.Register(m.reports); err != nil {
-			return nil, fmt.Errorf("register activity metrics: %w", err)
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -1,21 +1,19 @@
 package activity
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sandgate/sandgate/internal/defaults"
+	"github.com/sandgate/sandgate/internal/pause"
 )
 
 // Reporter defaults that NewReporter applies to zero fields.
@@ -55,16 +53,9 @@ type ReporterOptions struct {
 	Tracker *Tracker
 	// Node is this node's name (the downward API's spec.nodeName). Required.
 	Node string
-	// Sender sends the reports. When nil, they are posted to URL with
-	// TokenFile's token by Client.
+	// Sender sends the reports: the node proxy's auth API client.
+	// Required.
 	Sender Sender
-	// URL is the auth API's report endpoint (http or https). Required
-	// without a Sender.
-	URL string
-	// TokenFile holds the projected ServiceAccount token sent as a bearer
-	// token. It is read for every attempt because the kubelet rotates it;
-	// empty sends no Authorization header (tests).
-	TokenFile string
 	// Interval is REPORT_INTERVAL.
 	Interval time.Duration
 	// MinGap is the least time between two reports.
@@ -74,9 +65,6 @@ type ReporterOptions struct {
 	Attempts int
 	// Timeout bounds one attempt; zero means min(5s, Interval/2).
 	Timeout time.Duration
-	// Client posts the reports without a Sender (main sets its TLS
-	// roots); nil uses a client of its own, built once.
-	Client *http.Client
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
 	// Registerer receives the reporter's metrics; nil leaves them
@@ -94,8 +82,8 @@ func (o ReporterOptions) Validate() error {
 	if len(validation.IsDNS1123Subdomain(o.Node)) > 0 {
 		errs = append(errs, fmt.Errorf("node name %q is not a DNS subdomain", o.Node))
 	}
-	if u, err := url.Parse(o.URL); o.Sender == nil && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		errs = append(errs, fmt.Errorf("report URL %q is not an http(s) URL", o.URL))
+	if o.Sender == nil {
+		errs = append(errs, errors.New("sender is required"))
 	}
 	for _, d := range []struct {
 		name string
@@ -112,27 +100,11 @@ func (o ReporterOptions) Validate() error {
 }
 
 func (o ReporterOptions) withDefaults() ReporterOptions {
-	if o.Interval == 0 {
-		o.Interval = DefaultReportInterval
-	}
-	if o.MinGap == 0 {
-		o.MinGap = min(DefaultMinGap, o.Interval)
-	}
-	if o.Attempts == 0 {
-		o.Attempts = DefaultAttempts
-	}
-	if o.Timeout == 0 {
-		o.Timeout = min(defaultAttemptTimeout, o.Interval/2)
-	}
-	if o.Client == nil && o.Sender == nil {
-		o.Client = &http.Client{Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment, MaxIdleConnsPerHost: 1, IdleConnTimeout: 2 * o.Interval,
-			TLSHandshakeTimeout: o.Timeout, ResponseHeaderTimeout: o.Timeout,
-		}}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.Interval, DefaultReportInterval)
+	defaults.Set(&o.MinGap, min(DefaultMinGap, o.Interval))
+	defaults.Set(&o.Attempts, DefaultAttempts)
+	defaults.Set(&o.Timeout, min(defaultAttemptTimeout, o.Interval/2))
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
 
@@ -143,9 +115,6 @@ type Reporter struct {
 	opts ReporterOptions
 	log  *slog.Logger
 	m    *reporterMetrics
-	// ownClient: the client was built here, so Run closes its idle
-	// connections when it returns.
-	ownClient bool
 }
 
 // NewReporter validates o and builds a Reporter; Run starts it.
@@ -153,25 +122,18 @@ func NewReporter(o ReporterOptions) (*Reporter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, fmt.Errorf("reporter options: %w", err)
 	}
-	own := o.Client == nil && o.Sender == nil
 	o = o.withDefaults()
 	m, err := newReporterMetrics(o.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	if o.Sender == nil {
-		o.Sender = &httpSender{url: o.URL, tokenFile: o.TokenFile, client: o.Client}
-	}
-	return &Reporter{opts: o, log: o.Logger.With("component", "activity_reporter"), m: m, ownClient: own}, nil
+	return &Reporter{opts: o, log: o.Logger.With("component", "activity_reporter"), m: m}, nil
 }
 
 // Run reports at once, then every Interval and on early requests, until ctx
 // ends; it returns nil then. A report that fails every attempt is logged
 // and dropped: the next one carries the whole table again.
 func (r *Reporter) Run(ctx context.Context) error {
-	if r.ownClient {
-		defer r.opts.Client.CloseIdleConnections()
-	}
 	tick := time.NewTicker(r.opts.Interval)
 	defer tick.Stop()
 	gap := time.NewTimer(0)
@@ -212,7 +174,7 @@ func (r *Reporter) Send(parent context.Context) error {
 			return nil
 		}
 		var st *errStatus
-		if attempt >= r.opts.Attempts || (errors.As(err, &st) && !st.retryable) || !sleep(ctx, backoff) {
+		if attempt >= r.opts.Attempts || (errors.As(err, &st) && !st.retryable) || !pause.For(ctx, backoff) {
 			break
 		}
 		backoff *= 2
@@ -223,18 +185,6 @@ func (r *Reporter) Send(parent context.Context) error {
 	r.m.reports.WithLabelValues(resultError).Inc()
 	r.log.Warn("activity report failed", "error", err, "entries", len(rep.Entries))
 	return err
-}
-
-// sleep waits d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func (r *Reporter) post(ctx context.Context, body []byte) error {
@@ -251,34 +201,4 @@ func (r *Reporter) post(ctx context.Context, body []byte) error {
 	default:
 		return &errStatus{code: c}
 	}
-}
-
-// httpSender posts reports to url with the token in tokenFile, read for
-// every attempt because the kubelet rotates it.
-type httpSender struct {
-	url       string
-	tokenFile string
-	client    *http.Client
-}
-
-func (s *httpSender) PostReport(ctx context.Context, body []byte) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		return 0, fmt.Errorf("build report request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.tokenFile != "" {
-		tok, err := os.ReadFile(s.tokenFile)
-		if err != nil {
-			return 0, fmt.Errorf("read service account token: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("post report: %w", err)
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	return resp.StatusCode, nil
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
@@ -67,18 +68,10 @@ func (r Report) Valid() bool { return r.Verdict == VerdictValid }
 // header; see TokenFromInput) and, when it can read the user's claim,
 // checks revocation. It never returns an error: problems are verdicts.
 func Inspect(ctx context.Context, raw string, o InspectOptions) Report {
-	if o.Issuer == "" {
-		o.Issuer = DefaultIssuer
-	}
-	if o.Audience == "" {
-		o.Audience = DefaultAudience
-	}
-	if o.ClaimPrefix == "" {
-		o.ClaimPrefix = DefaultClaimPrefix
-	}
-	if o.CookieMaxAge == 0 {
-		o.CookieMaxAge = DefaultCookieMaxAge
-	}
+	defaults.Set(&o.Issuer, DefaultIssuer)
+	defaults.Set(&o.Audience, DefaultAudience)
+	defaults.Set(&o.ClaimPrefix, DefaultClaimPrefix)
+	defaults.Set(&o.CookieMaxAge, DefaultCookieMaxAge)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

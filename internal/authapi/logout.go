@@ -32,13 +32,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 			s.log.Info("logout", "user", c.User)
 		}
 	}
-	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
-	w.Header().Set("Clear-Site-Data", clearSiteData)
-	if browser(r) {
-		seeOther(w, r, "/")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.signedOut(w, r)
 }
 
 // handleLogoutEverywhere ends every session of the account in the path
@@ -60,6 +54,12 @@ func (s *Server) handleLogoutEverywhere(w http.ResponseWriter, r *http.Request) 
 	}
 	s.opts.Metrics.Revocations.WithLabelValues("everywhere").Inc()
 	s.log.Info("signed out everywhere", "user", a.User)
+	s.signedOut(w, r)
+}
+
+// signedOut ends a logout: the caller's cookie and site data are cleared,
+// a browser is sent to the landing page, other clients get 204.
+func (s *Server) signedOut(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, s.expiredCookie(s.opts.CookieName, http.SameSiteLaxMode))
 	w.Header().Set("Clear-Site-Data", clearSiteData)
 	if browser(r) {

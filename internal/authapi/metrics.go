@@ -2,6 +2,8 @@ package authapi
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // Metrics are the auth API's Prometheus collectors. Label values come from
@@ -47,56 +49,55 @@ type Metrics struct {
 // normally a private registry; nil registers nothing (tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	const ns, sub = "sandgate", "authapi"
+	s := metricset.New(sub)
+	latency := []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120}
 	m := &Metrics{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Requests: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total", Help: "HTTP responses by route and status class.",
 		}, []string{"route", "code"}),
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds", Help: "HTTP request latency by route.",
-			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120},
-		}, []string{"route"}),
-		Stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "stage_duration_seconds", Help: "Latency of one pipeline stage.",
-			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120},
-		}, []string{"stage"}),
-		Signups: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Duration: s.HistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds", Help: "HTTP request latency by route.", Buckets: latency,
+		}, "route"),
+		Stage: s.HistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "stage_duration_seconds", Help: "Latency of one pipeline stage.", Buckets: latency,
+		}, "stage"),
+		Signups: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "signups_total", Help: "Signups by outcome.",
 		}, []string{"outcome"}),
-		Logins: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Logins: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "logins_total", Help: "Logins by outcome.",
 		}, []string{"outcome"}),
-		Rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Rejections: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "rejections_total", Help: "Refused requests by reason.",
 		}, []string{"reason"}),
-		ClaimReady: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ClaimReady: s.Histogram(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "claim_ready_seconds", Help: "Time from claim creation to Ready.",
 			Buckets: []float64{.25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300},
 		}),
-		Entries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Entries: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "origin_entries_total", Help: "Entry code redemptions for user origin sessions by outcome.",
 		}, []string{"outcome"}),
-		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Renewals: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "renewals_total", Help: "Session renewals by outcome.",
 		}, []string{"outcome"}),
-		Revocations: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Revocations: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "revocations_total", Help: "Ended sessions by kind.",
 		}, []string{"kind"}),
-		KeyRotations: prometheus.NewCounter(prometheus.CounterOpts{
+		KeyRotations: s.Counter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "key_rotations_total", Help: "Signing keys staged by this replica.",
 		}),
-		SigningKeys: prometheus.NewGauge(prometheus.GaugeOpts{
+		SigningKeys: s.Gauge(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "signing_keys", Help: "Keys in the loaded signing key ring.",
 		}),
-		TokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+		TokenReviews: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "token_reviews_total", Help: "Internal-caller checks by outcome and cache use.",
 		}, []string{"outcome", "cached"}),
-		Wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Wakes: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "wakes_total", Help: "Wake requests from node proxies by outcome.",
 		}, []string{"outcome"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.Requests, m.Duration, m.Stage, m.Signups, m.Logins, m.Rejections, m.ClaimReady,
-			m.Renewals, m.Entries, m.Revocations, m.KeyRotations, m.SigningKeys, m.TokenReviews, m.Wakes)
+	if err := s.Register(reg); err != nil {
+		panic(err) // a second registration on one registry: a wiring bug
 	}
 	return m
 }

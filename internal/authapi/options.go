@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
@@ -198,62 +199,29 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with zero values filled.
 func (o Options) withDefaults() Options {
-	set := func(p *time.Duration, d time.Duration) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	setS := func(p *string, d string) {
-		if *p == "" {
-			*p = d
-		}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics(nil)
-	}
-	setS(&o.ClaimPrefix, DefaultClaimPrefix)
-	setS(&o.WarmPool, DefaultWarmPool)
-	setS(&o.SigningSecret, DefaultSigningSecret)
-	setS(&o.Issuer, DefaultIssuer)
-	setS(&o.Audience, DefaultAudience)
-	setS(&o.InternalAudience, DefaultInternalAudience)
-	if o.CookieName == "" {
-		o.CookieName = DefaultCookieName
-		if o.CookieSecure {
-			o.CookieName = securePrefix + DefaultCookieName
-		}
-	}
-	if o.OriginCookieName == "" {
-		o.OriginCookieName = DefaultOriginCookieName
-		if o.CookieSecure {
-			o.OriginCookieName = securePrefix + DefaultOriginCookieName
-		}
-	}
-	if o.RoutingMode == "" {
-		o.RoutingMode = userorigin.Path
-	}
-	set(&o.EntryCodeTTL, DefaultEntryCodeTTL)
-	set(&o.SessionTTL, DefaultSessionTTL)
-	set(&o.CookieMaxAge, DefaultCookieMaxAge)
-	set(&o.KeyRotationInterval, DefaultKeyRotationInterval)
-	set(&o.KeyPublishDelay, DefaultKeyPublishDelay)
-	set(&o.WakeTimeout, DefaultWakeTimeout)
-	set(&o.RateWindow, DefaultRateWindow)
-	set(&o.TokenReviewCacheTTL, DefaultTokenReviewCacheTTL)
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	setN := func(p *int, d int) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	setN(&o.SignupBudget, DefaultSignupBudget)
-	setN(&o.InternalReviewLimit, DefaultInternalReviewLimit)
-	setN(&o.InternalReviewBudget, DefaultInternalReviewBudget)
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
+	defaults.Set(&o.Metrics, NewMetrics(nil))
+	defaults.Set(&o.ClaimPrefix, DefaultClaimPrefix)
+	defaults.Set(&o.WarmPool, DefaultWarmPool)
+	defaults.Set(&o.SigningSecret, DefaultSigningSecret)
+	defaults.Set(&o.Issuer, DefaultIssuer)
+	defaults.Set(&o.Audience, DefaultAudience)
+	defaults.Set(&o.InternalAudience, DefaultInternalAudience)
+	defaults.Set(&o.CookieName, o.defaultCookieName(DefaultCookieName))
+	defaults.Set(&o.OriginCookieName, o.defaultCookieName(DefaultOriginCookieName))
+	defaults.Set(&o.RoutingMode, userorigin.Path)
+	defaults.Set(&o.EntryCodeTTL, DefaultEntryCodeTTL)
+	defaults.Set(&o.SessionTTL, DefaultSessionTTL)
+	defaults.Set(&o.CookieMaxAge, DefaultCookieMaxAge)
+	defaults.Set(&o.KeyRotationInterval, DefaultKeyRotationInterval)
+	defaults.Set(&o.KeyPublishDelay, DefaultKeyPublishDelay)
+	defaults.Set(&o.WakeTimeout, DefaultWakeTimeout)
+	defaults.Set(&o.RateWindow, DefaultRateWindow)
+	defaults.Set(&o.TokenReviewCacheTTL, DefaultTokenReviewCacheTTL)
+	defaults.Set(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&o.SignupBudget, DefaultSignupBudget)
+	defaults.Set(&o.InternalReviewLimit, DefaultInternalReviewLimit)
+	defaults.Set(&o.InternalReviewBudget, DefaultInternalReviewBudget)
 	if o.ForwardClient == nil {
 		o.ForwardClient = &http.Client{Timeout: forwardTimeout, Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: forwardTimeout,
@@ -263,6 +231,15 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// defaultCookieName is name with the __Host- prefix when cookies are
+// Secure.
+func (o Options) defaultCookieName(name string) string {
+	if o.CookieSecure {
+		return securePrefix + name
+	}
+	return name
 }
 
 // validCookieName reports whether name is an RFC 6265 token.

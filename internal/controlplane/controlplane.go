@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/sandgate/sandgate/internal/httpprobe"
 )
 
 // Options configure a control plane.
@@ -251,15 +253,7 @@ func (c *ControlPlane) waitHTTP(ctx context.Context, p *Process, url string, pro
 			if err != nil {
 				return err
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("status %d", resp.StatusCode)
-			}
-			return nil
+			return httpprobe.OK(http.DefaultClient, req)
 		}
 	}
 	tick := time.NewTicker(100 * time.Millisecond)

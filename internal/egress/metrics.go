@@ -1,9 +1,9 @@
 package egress
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // Outcomes of an egress call: the label values of requests_total and the
@@ -28,28 +28,25 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "sandgate", "egress"
+	s := metricset.New(sub)
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "egress", Name: "requests_total",
+		requests: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Egress calls by provider and outcome (ok, unknown_caller, bad_path, over_budget, no_key, upstream_error, aborted).",
 		}, []string{"provider", "outcome"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "egress", Name: "tokens_total",
+		tokens: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "tokens_total",
 			Help: "Tokens the providers reported, by provider and kind (prompt, completion).",
 		}, []string{"provider", "kind"}),
-		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "sandgate", Subsystem: "egress", Name: "upstream_header_seconds",
+		upstream: s.HistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "upstream_header_seconds",
 			Help:    "Time from sending a call to the provider's response headers.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"provider"}),
+		}, "provider"),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.tokens, m.upstream} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register egress metrics: %w", err)
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

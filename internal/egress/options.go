@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/informer"
 )
 
@@ -93,29 +94,15 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.HeaderTimeout == 0 {
-		o.HeaderTimeout = DefaultHeaderTimeout
-	}
-	if o.UpstreamIdle == 0 {
-		o.UpstreamIdle = DefaultUpstreamIdle
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.DrainTimeout == 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
+	defaults.Set(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&o.HeaderTimeout, DefaultHeaderTimeout)
+	defaults.Set(&o.UpstreamIdle, DefaultUpstreamIdle)
+	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Audit == nil {
-		o.Audit = o.Logger
-	}
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
+	defaults.Set(&o.Audit, o.Logger)
 	return o
 }

@@ -173,12 +173,8 @@ func newSource(o Options) (tokenSource, error) {
 // (user, pod UID, Host) share. A caller whose ctx ends stops waiting; the
 // shared handshake goes on, bounded by Options.Timeout, for the others.
 func (h *Handshaker) Cookie(ctx context.Context, t Target) (string, error) {
-	if err := t.validate(); err != nil {
-		h.metrics.handshakes.WithLabelValues(resultInvalidRef, h.source.name()).Inc()
+	if err := h.admit(t); err != nil {
 		return "", err
-	}
-	if h.isClosed() {
-		return "", ErrClosed
 	}
 	k := t.key()
 	if e, ok := h.cache.get(k, h.now()); ok {
@@ -189,18 +185,27 @@ func (h *Handshaker) Cookie(ctx context.Context, t Target) (string, error) {
 	return h.flight(ctx, t, k, false)
 }
 
+// admit checks t and that the Handshaker is still open, before a cache
+// lookup or a handshake for t.
+func (h *Handshaker) admit(t Target) error {
+	if err := t.validate(); err != nil {
+		h.metrics.handshakes.WithLabelValues(resultInvalidRef, h.source.name()).Inc()
+		return err
+	}
+	if h.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // Refresh redoes the handshake for t after the upstream answered 401 to
 // stale, the cookie the failed request carried. If the cache already holds
 // a different cookie (another request refreshed first) that one is
 // returned without a handshake; an empty stale always redoes it. The proxy
 // calls Refresh at most once per request.
 func (h *Handshaker) Refresh(ctx context.Context, t Target, stale string) (string, error) {
-	if err := t.validate(); err != nil {
-		h.metrics.handshakes.WithLabelValues(resultInvalidRef, h.source.name()).Inc()
+	if err := h.admit(t); err != nil {
 		return "", err
-	}
-	if h.isClosed() {
-		return "", ErrClosed
 	}
 	k := t.key()
 	if e, ok := h.cache.get(k, h.now()); ok && stale != "" && e.cookie != stale {

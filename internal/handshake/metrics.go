@@ -3,9 +3,10 @@ package handshake
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // Handshake results, the only values of the handshakes' result label.
@@ -49,42 +50,40 @@ type metrics struct {
 
 // newMetrics builds the collectors with every series of source created.
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
+	const ns, sub = "sandgate", "handshake"
+	s := metricset.New(sub)
 	m := &metrics{
-		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "handshake", Name: "total",
+		handshakes: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "total",
 			Help: "Handshakes (token lookup plus exchange) by result and token source.",
-		}, []string{"result", "source"}),
-		candidates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "handshake", Name: "candidates_total",
+		}, []string{"result", "source"}, withSource(allResults, source)...),
+		candidates: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "candidates_total",
 			Help: "Launch-token candidates by outcome (accepted, refused with 401, failed, skipped as refused before) and token source.",
-		}, []string{"outcome", "source"}),
-		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "handshake", Name: "cache_lookups_total",
+		}, []string{"outcome", "source"}, withSource(allCandidateOutcomes, source)...),
+		cacheLookups: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cache_lookups_total",
 			Help: "Upstream cookie cache lookups by result (hit or miss).",
-		}, []string{"result"}),
-		logBytesRead: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "handshake", Name: "log_bytes_read_total",
+		}, []string{"result"}, metricset.Each("hit", "miss")...),
+		logBytesRead: s.Counter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "log_bytes_read_total",
 			Help: "Bytes read from pod log files (compressed bytes for .gz files).",
 		}),
 	}
-	// Create every series up front so dashboards see zeros, not gaps.
-	for _, r := range allResults {
-		m.handshakes.WithLabelValues(r, source)
-	}
-	for _, o := range allCandidateOutcomes {
-		m.candidates.WithLabelValues(o, source)
-	}
-	m.cacheLookups.WithLabelValues("hit")
-	m.cacheLookups.WithLabelValues("miss")
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.handshakes, m.candidates, m.cacheLookups, m.logBytesRead} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register handshake metrics: %w", err)
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// withSource pairs each of values with source, the series of a
+// two-label vector.
+func withSource(values []string, source string) [][]string {
+	out := make([][]string, len(values))
+	for i, v := range values {
+		out[i] = []string{v, source}
+	}
+	return out
 }
 
 // resultOf maps a handshake error onto its result label.

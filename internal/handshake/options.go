@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 // Defaults that New applies to zero Options fields.
@@ -172,52 +174,21 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with zero fields set to their defaults.
 func (o Options) withDefaults() Options {
-	set := func(p *int64, d int64) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	if o.TokenSource == "" {
-		o.TokenSource = SourceLog
-	}
-	if o.LogRoot == "" {
-		o.LogRoot = DefaultLogRoot
-	}
-	if o.PodsRoot == "" {
-		o.PodsRoot = DefaultPodsRoot
-	}
-	if o.TokenFile == "" {
-		o.TokenFile = DefaultTokenFile
-	}
-	if o.TokenStream == "" {
-		o.TokenStream = StreamStdout
-	}
-	if o.TailLines == 0 {
-		o.TailLines = DefaultTailLines
-	}
-	set(&o.MaxFileBytes, defaultMaxFileBytes)
-	set(&o.MaxTotalBytes, defaultMaxTotalBytes)
-	set(&o.MaxGzipBytes, defaultMaxGzipBytes)
-	if o.TokenPattern == "" {
-		o.TokenPattern = DefaultTokenPattern
-	}
-	if o.CookiePrefix == "" {
-		o.CookiePrefix = DefaultCookiePrefix
-	}
-	if o.Timeout == 0 {
-		o.Timeout = defaultTimeout
-	}
-	if o.CacheSize == 0 {
-		o.CacheSize = defaultCacheSize
-	}
-	if o.MaxPerUser == 0 {
-		o.MaxPerUser = DefaultMaxPerUser
-	}
-	if o.FailureTTL == 0 {
-		o.FailureTTL = DefaultFailureTTL
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.TokenSource, SourceLog)
+	defaults.Set(&o.LogRoot, DefaultLogRoot)
+	defaults.Set(&o.PodsRoot, DefaultPodsRoot)
+	defaults.Set(&o.TokenFile, DefaultTokenFile)
+	defaults.Set(&o.TokenStream, StreamStdout)
+	defaults.Set(&o.TailLines, DefaultTailLines)
+	defaults.Set(&o.MaxFileBytes, defaultMaxFileBytes)
+	defaults.Set(&o.MaxTotalBytes, defaultMaxTotalBytes)
+	defaults.Set(&o.MaxGzipBytes, defaultMaxGzipBytes)
+	defaults.Set(&o.TokenPattern, DefaultTokenPattern)
+	defaults.Set(&o.CookiePrefix, DefaultCookiePrefix)
+	defaults.Set(&o.Timeout, defaultTimeout)
+	defaults.Set(&o.CacheSize, defaultCacheSize)
+	defaults.Set(&o.MaxPerUser, DefaultMaxPerUser)
+	defaults.Set(&o.FailureTTL, DefaultFailureTTL)
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }

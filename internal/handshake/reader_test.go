@@ -62,81 +62,103 @@ func TestReaderRotationMidLine(t *testing.T) {
 	}
 }
 
-func TestReaderRotatedAndCompressedNewestFirst(t *testing.T) {
-	p := newPodLogs(t)
-	c := newCrier()
-	p.writeGzip("0.log.20260801-090000.gz", c.out("gz1"), c.out("gz2"))
-	p.writeGzip("0.log.20260801-100000.gz", c.out("gz3"))
-	p.write("0.log.20260801-110000", c.out("plain1"), c.out("plain2"))
-	p.write("0.log", c.out("current1"), c.out("current2"))
-	// Noise the reader must ignore.
-	p.write("0.log.20260801-110000.tmp", c.out("tmp"))
-	p.write("notes.txt", c.out("notes"))
-
-	res, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
-	want := []string{"current2", "current1", "plain2", "plain1", "gz3", "gz2", "gz1"}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %q\nwant %q", got, want)
-	}
-	if res.files != 4 {
-		t.Errorf("opened %d files, want 4", res.files)
-	}
+// podLogFile is one file of a pod's log directory, written with one CRI
+// stdout record per message.
+type podLogFile struct {
+	name string
+	gzip bool
+	msgs []string
 }
 
-func TestReaderCompressionTwinReadOnce(t *testing.T) {
-	// While the kubelet compresses, a rotated file exists plain and as .gz.
-	p := newPodLogs(t)
-	c := newCrier()
-	rotated := c.out("rotated")
-	p.write("0.log.20260801-110000", rotated)
-	p.writeGzip("0.log.20260801-110000.gz", rotated)
-	p.write("0.log", c.out("current"))
-	res, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
-	if want := []string{"current", "rotated"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
+// TestReaderFileChoice: which files are read, in which order, and where
+// the line budget stops.
+func TestReaderFileChoice(t *testing.T) {
+	tests := []struct {
+		name      string
+		files     []podLogFile
+		limits    readerLimits
+		want      []string
+		wantFiles int // 0: not checked
+	}{
+		{
+			name: "rotated and compressed, newest first",
+			files: []podLogFile{
+				{"0.log.20260801-090000.gz", true, []string{"gz1", "gz2"}},
+				{"0.log.20260801-100000.gz", true, []string{"gz3"}},
+				{"0.log.20260801-110000", false, []string{"plain1", "plain2"}},
+				{"0.log", false, []string{"current1", "current2"}},
+				// Noise the reader must ignore.
+				{"0.log.20260801-110000.tmp", false, []string{"tmp"}},
+				{"notes.txt", false, []string{"notes"}},
+			},
+			want:      []string{"current2", "current1", "plain2", "plain1", "gz3", "gz2", "gz1"},
+			wantFiles: 4,
+		},
+		{
+			// While the kubelet compresses, a rotated file exists plain and as .gz.
+			name: "compression twin read once",
+			files: []podLogFile{
+				{"0.log.20260801-110000", false, []string{"rotated"}},
+				{"0.log.20260801-110000.gz", true, []string{"rotated"}},
+				{"0.log", false, []string{"current"}},
+			},
+			want:      []string{"current", "rotated"},
+			wantFiles: 2,
+		},
+		{
+			name: "the newest restart wins over an older one's lines",
+			files: []podLogFile{
+				{"0.log", false, []string{launchLine(testToken("first container"))}},
+				{"0.log.20260801-110000", false, []string{"older first container"}},
+				{"1.log", false, []string{"second container"}},
+			},
+			want: []string{"second container"},
+		},
+		{
+			// Between rotation and the runtime reopening, only rotated files of
+			// the newest restart may exist.
+			name: "newest restart with rotated files only",
+			files: []podLogFile{
+				{"0.log", false, []string{"first container"}},
+				{"2.log.20260801-110000", false, []string{"third container"}},
+			},
+			want: []string{"third container"},
+		},
+		{
+			name: "line budget",
+			files: []podLogFile{
+				{"0.log.20260801-100000", false, []string{"never read"}},
+				{"0.log.20260801-110000", false, []string{"r1", "r2", "r3"}},
+				{"0.log", false, []string{"c1", "c2"}},
+			},
+			limits:    readerLimits{maxLines: 3, maxFileBytes: 1 << 20, maxTotalBytes: 1 << 20, maxGzipBytes: 1 << 20},
+			want:      []string{"c2", "c1", "r3"},
+			wantFiles: 2,
+		},
 	}
-	if res.files != 2 {
-		t.Errorf("opened %d files, want 2", res.files)
-	}
-}
-
-func TestReaderRestartWins(t *testing.T) {
-	p := newPodLogs(t)
-	c := newCrier()
-	p.write("0.log", c.out(launchLine(testToken("first container"))))
-	p.write("0.log.20260801-110000", c.out("older first container"))
-	p.write("1.log", c.out("second container"))
-	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
-	if want := []string{"second container"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q: an older restart's lines were read", got, want)
-	}
-}
-
-func TestReaderRestartRotatedOnly(t *testing.T) {
-	// Between rotation and the runtime reopening, only rotated files of
-	// the newest restart may exist.
-	p := newPodLogs(t)
-	c := newCrier()
-	p.write("0.log", c.out("first container"))
-	p.write("2.log.20260801-110000", c.out("third container"))
-	_, got := readLines(t, newTestReader(t, p.root, readerLimits{}))
-	if want := []string{"third container"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-func TestReaderLineBudget(t *testing.T) {
-	p := newPodLogs(t)
-	c := newCrier()
-	p.write("0.log.20260801-100000", c.out("never read"))
-	p.write("0.log.20260801-110000", c.out("r1"), c.out("r2"), c.out("r3"))
-	p.write("0.log", c.out("c1"), c.out("c2"))
-	res, got := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 3, maxFileBytes: 1 << 20, maxTotalBytes: 1 << 20, maxGzipBytes: 1 << 20}))
-	if want := []string{"c2", "c1", "r3"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	if res.files != 2 {
-		t.Errorf("opened %d files, want 2", res.files)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newPodLogs(t)
+			c := newCrier()
+			for _, f := range tt.files {
+				var recs []string
+				for _, m := range f.msgs {
+					recs = append(recs, c.out(m))
+				}
+				if f.gzip {
+					p.writeGzip(f.name, recs...)
+				} else {
+					p.write(f.name, recs...)
+				}
+			}
+			res, got := readLines(t, newTestReader(t, p.root, tt.limits))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+			if tt.wantFiles != 0 && res.files != tt.wantFiles {
+				t.Errorf("opened %d files, want %d", res.files, tt.wantFiles)
+			}
+		})
 	}
 }
 

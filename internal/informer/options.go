@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -78,15 +79,9 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.ClaimPrefix == "" {
-		o.ClaimPrefix = DefaultClaimPrefix
-	}
-	if o.Port == 0 {
-		o.Port = DefaultPort
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.ClaimPrefix, DefaultClaimPrefix)
+	defaults.Set(&o.Port, DefaultPort)
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	if o.OnPodGone == nil {
 		o.OnPodGone = func(string) {}
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 const (
@@ -86,18 +88,10 @@ func NewJWKSFetcher(opts FetcherOptions) (*JWKSFetcher, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
-	}
-	if opts.RefreshInterval == 0 {
-		opts.RefreshInterval = defaultRefreshInterval
-	}
-	if opts.MinRefreshInterval == 0 {
-		opts.MinRefreshInterval = defaultMinRefreshInterval
-	}
-	if opts.FetchTimeout == 0 {
-		opts.FetchTimeout = defaultFetchTimeout
-	}
+	defaults.Set(&opts.Client, &http.Client{})
+	defaults.Set(&opts.RefreshInterval, defaultRefreshInterval)
+	defaults.Set(&opts.MinRefreshInterval, defaultMinRefreshInterval)
+	defaults.Set(&opts.FetchTimeout, defaultFetchTimeout)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

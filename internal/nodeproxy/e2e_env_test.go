@@ -32,6 +32,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
 	"github.com/sandgate/sandgate/internal/sweeper"
+	"github.com/sandgate/sandgate/internal/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -79,7 +80,6 @@ type platformOptions struct {
 
 // Helpers shared with the package's internal tests (export_test.go).
 var (
-	controlPlane = nodeproxy.ControlPlane
 	accessLines  = nodeproxy.AccessLines
 	closeCode    = nodeproxy.CloseCode
 	cookie       = nodeproxy.Cookie
@@ -93,7 +93,6 @@ var (
 const (
 	closeUnauthenticated = nodeproxy.CloseUnauthenticated
 	entryStateName       = nodeproxy.EntryStateName
-	raceEnabled          = nodeproxy.RaceEnabled
 	testHost             = nodeproxy.TestHost
 	upstreamPod          = nodeproxy.UpstreamPod
 )
@@ -149,38 +148,17 @@ func (n *platformNode) hopsIn(t *testing.T, result string) float64 {
 	return 0
 }
 
-// countingTransport counts requests sent to the API server.
-type countingTransport struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.n.Add(1)
-	return c.rt.RoundTrip(r)
-}
-
-// wakeCounter counts wake patches: PATCH requests that set a Sandbox's
-// operating mode to Running (the sweepers' suspend patches are not
-// counted).
-type wakeCounter struct {
-	rt http.RoundTripper
-	n  *atomic.Int64
-}
-
-func (c wakeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/sandboxes/") && r.Body != nil {
-		body, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		if strings.Contains(string(body), `"operatingMode":"`+string(agents.OperatingModeRunning)+`"`) {
-			c.n.Add(1)
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+// isWakePatch reports whether r is a wake patch: a PATCH that sets a
+// Sandbox's operating mode to Running (the sweepers' suspend patches are
+// not). It leaves r's body readable.
+func isWakePatch(r *http.Request) bool {
+	if r.Method != http.MethodPatch || !strings.Contains(r.URL.Path, "/sandboxes/") || r.Body == nil {
+		return false
 	}
-	return c.rt.RoundTrip(r)
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return err == nil && strings.Contains(string(body), `"operatingMode":"`+string(agents.OperatingModeRunning)+`"`)
 }
 
 func startPlatform(t *testing.T) *platform {
@@ -190,7 +168,7 @@ func startPlatform(t *testing.T) *platform {
 
 func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	t.Helper()
-	cp := controlPlane(t)
+	cp := testkit.ControlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
 	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}, subdomain: o.Subdomain}
@@ -214,7 +192,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &p.requests} }
+	testkit.ObserveRequests(cfg, func(*http.Request) { p.requests.Add(1) })
 	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
 	if err != nil {
 		t.Fatal(err)
@@ -226,14 +204,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 			t.Fatal(err)
 		}
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, sb := testkit.Clients(t, cfg)
 	runCtx, stop := context.WithCancel(ctx)
 	var done []chan error
 	t.Cleanup(func() {
@@ -283,7 +254,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		waitFor(t, 30*time.Second, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
+		testkit.Eventually(t, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
 }
@@ -310,7 +281,11 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = e2eLease, 2*time.Second, 500*time.Millisecond
 		c.IdleTimeout, c.ReportInterval, c.IdleCountsOpenConnections = e2eIdleTimeout, e2eReportInterval, o.CountOpenConnections
 		cfg := p.cp.AdminConfig()
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return wakeCounter{rt, &p.wakePatches} }
+		testkit.ObserveRequests(cfg, func(r *http.Request) {
+			if isWakePatch(r) {
+				p.wakePatches.Add(1)
+			}
+		})
 		var err error
 		if deps.Sandboxes, err = sandboxapi.NewForConfig(cfg); err != nil {
 			t.Fatal(err)
@@ -333,7 +308,7 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 		}
 	})
 	p.authURLs = append(p.authURLs, "http://"+auth.Addr())
-	waitFor(t, 30*time.Second, name+" ready", auth.Ready)
+	testkit.Eventually(t, name+" ready", auth.Ready)
 }
 
 // getStatus is the status of a GET of url, 0 when it fails.
@@ -355,17 +330,25 @@ type e2eAccount struct {
 }
 
 // signup signs user up through node i's proxy, as a JSON API client, and
-// waits until the proxy serves the user's app.
+// waits until the proxy serves the user's app to the session cookie.
 func (p *platform) signup(i int, user string) e2eAccount {
+	p.t.Helper()
+	a := p.createAccount(i, user)
+	if p.subdomain {
+		a.origin = p.enter(i, user, a.session, "/")
+		p.waitServed(i, userHost(user), "/api/echo", map[string]string{"Cookie": originCookie(a.origin)})
+		return a
+	}
+	p.waitServed(i, testHost, "/u/"+user+"/api/echo", map[string]string{"Cookie": cookie(a.session)})
+	return a
+}
+
+// createAccount signs user up through node i's proxy, as a JSON API
+// client, and returns the bearer token and session cookie.
+func (p *platform) createAccount(i int, user string) e2eAccount {
 	t := p.t
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.nodes[i].addr+"/users", strings.NewReader(`{"user":"`+user+`"}`))
-	req.Host = testHost
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := p.sendBody(i, http.MethodPost, "/users", `{"user":"`+user+`"}`)
 	body := readAll(t, resp)
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("signup %s: %d %s", user, resp.StatusCode, body)
@@ -383,21 +366,18 @@ func (p *platform) signup(i int, user string) e2eAccount {
 	if a.bearer == "" || a.session == "" {
 		t.Fatalf("signup %s: no token or session cookie", user)
 	}
-	if p.subdomain {
-		a.origin = p.enter(i, user, a.session, "/")
-		waitFor(t, 30*time.Second, user+"'s app served on its origin", func() bool {
-			resp := p.getAt(i, userHost(user), "/api/echo", map[string]string{"Cookie": originCookie(a.origin)})
-			readAll(t, resp)
-			return resp.StatusCode == http.StatusOK
-		})
-		return a
-	}
-	waitFor(t, 30*time.Second, user+"'s app served", func() bool {
-		resp := p.get(i, "/u/"+user+"/api/echo", map[string]string{"Cookie": cookie(a.session)})
-		readAll(t, resp)
+	return a
+}
+
+// waitServed waits until node i's proxy serves path on host to a request
+// with hdr.
+func (p *platform) waitServed(i int, host, path string, hdr map[string]string) {
+	p.t.Helper()
+	testkit.Eventually(p.t, host+path+" served", func() bool {
+		resp := p.getAt(i, host, path, hdr)
+		readAll(p.t, resp)
 		return resp.StatusCode == http.StatusOK
 	})
-	return a
 }
 
 // get sends a browser-like GET to node i's proxy.
@@ -497,15 +477,4 @@ func (p *platform) launchTokens(user string) []string {
 		out = append(out, m[1])
 	}
 	return out
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -14,10 +14,14 @@ import (
 	"github.com/fasthttp/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // e2eSuspendBound is how soon after its last traffic an idle sandbox must be
@@ -33,7 +37,7 @@ func TestE2EIdle(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	p := startPlatformWith(t, platformOptions{Idle: true})
-	waitFor(t, 30*time.Second, "a sweeper leader", func() bool {
+	testkit.Eventually(t, "a sweeper leader", func() bool {
 		for _, s := range p.sweepers {
 			if s.Leading() {
 				return true
@@ -50,7 +54,7 @@ func TestE2EIdle(t *testing.T) {
 	other := 1 - home
 
 	t.Run("idle sandbox suspended in time", func(t *testing.T) {
-		at := modes.waitFor(t, agents.OperatingModeSuspended, lastUse, 30*time.Second)
+		at := modes.waitFor(t, agents.OperatingModeSuspended, lastUse)
 		lag := at.Sub(lastUse)
 		t.Logf("suspended %v after the last request (bound %v)", lag.Round(time.Millisecond), e2eSuspendBound)
 		if lag > e2eSuspendBound {
@@ -82,7 +86,7 @@ func TestE2EIdle(t *testing.T) {
 
 	t.Run("20 concurrent requests, one wake patch", func(t *testing.T) {
 		mark := time.Now()
-		modes.waitFor(t, agents.OperatingModeSuspended, mark, 30*time.Second)
+		modes.waitFor(t, agents.OperatingModeSuspended, mark)
 		p.waitRoutedSuspended(t, "carol")
 		// Through the node that woke it last, within WAKE_TIMEOUT of that
 		// wake: seeing it Ready ended the wake, so the node calls again.
@@ -152,7 +156,7 @@ func TestE2EIdle(t *testing.T) {
 		if n := modes.transitionsTo(agents.OperatingModeSuspended, start); n != 0 {
 			t.Fatalf("suspended %d times while its SSE stream through %s was open", n, p.nodes[via].name)
 		}
-		at := modes.waitFor(t, agents.OperatingModeSuspended, closed, 30*time.Second)
+		at := modes.waitFor(t, agents.OperatingModeSuspended, closed)
 		if lag := at.Sub(closed); lag > e2eSuspendBound {
 			t.Errorf("suspended %v after the stream closed, want at most %v", lag, e2eSuspendBound)
 		}
@@ -167,6 +171,7 @@ func TestE2EIdle(t *testing.T) {
 		busy := e2eSuspendBound + time.Second
 		for n := 0; time.Since(start) < busy; n++ {
 			msg := fmt.Sprintf("msg %d", n)
+			sent := time.Now()
 			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 				t.Fatalf("write after %v: %v", time.Since(start), err)
@@ -174,14 +179,19 @@ func TestE2EIdle(t *testing.T) {
 			if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
 				t.Fatalf("echo after %v: %q %v", time.Since(start), got, err)
 			}
-			time.Sleep(500 * time.Millisecond)
+			// The next message once this one's traffic has reached the
+			// sweeping leader, in a node's activity report.
+			testkit.Eventually(t, "the leader seeing "+msg, func() bool {
+				last, _, ok := p.leaderIdle(sandbox)
+				return ok && !last.Before(sent.Add(-trackerResolution))
+			})
 		}
 		if n := modes.transitionsTo(agents.OperatingModeSuspended, start); n != 0 {
 			t.Fatalf("suspended %d times while its WebSocket through %s carried traffic", n, p.nodes[via].name)
 		}
 		silent := time.Now()
 		drain(c)
-		at := modes.waitFor(t, agents.OperatingModeSuspended, silent, 30*time.Second)
+		at := modes.waitFor(t, agents.OperatingModeSuspended, silent)
 		lag := at.Sub(silent)
 		t.Logf("open, silent WebSocket: suspended %v after its last frame (bound %v)", lag.Round(time.Millisecond), e2eSuspendBound)
 		if lag > e2eSuspendBound {
@@ -235,18 +245,24 @@ func TestE2EIdleCountingOpenConnections(t *testing.T) {
 	}
 	p := startPlatformWith(t, platformOptions{Idle: true, CountOpenConnections: true})
 	dave := p.signup(0, "dave")
-	modes := p.watchMode(p.sandboxOf("dave"))
+	sandbox := p.sandboxOf("dave")
+	modes := p.watchMode(sandbox)
 	via := 1 - p.podNode("dave")
 	c := p.dialWS(t, via, "dave", dave.session)
 	drain(c)
 	opened := time.Now()
-	time.Sleep(e2eSuspendBound + time.Second)
+	// The leader holds the sandbox awake for the open WebSocket, longer
+	// after its last traffic than an idle one stays running.
+	testkit.Eventually(t, "the leader holding dave's sandbox awake past the suspend bound", func() bool {
+		last, suspendAt, ok := p.leaderIdle(sandbox)
+		return ok && suspendAt.IsZero() && time.Since(last) > e2eSuspendBound
+	})
 	if n := modes.transitionsTo(agents.OperatingModeSuspended, opened); n != 0 {
 		t.Fatalf("suspended %d times while a WebSocket through %s was open", n, p.nodes[via].name)
 	}
 	c.Close()
 	closed := time.Now()
-	at := modes.waitFor(t, agents.OperatingModeSuspended, closed, 30*time.Second)
+	at := modes.waitFor(t, agents.OperatingModeSuspended, closed)
 	t.Logf("suspended %v after the WebSocket closed (bound %v)", at.Sub(closed).Round(time.Millisecond), e2eSuspendBound)
 	if lag := at.Sub(closed); lag > e2eSuspendBound {
 		t.Errorf("suspended %v after the WebSocket closed, want at most %v", lag, e2eSuspendBound)
@@ -289,6 +305,22 @@ func drain(c *websocket.Conn) {
 	}()
 }
 
+// trackerResolution is how often a node's activity table writes one
+// sandbox's last-traffic time at most.
+const trackerResolution = 50 * time.Millisecond
+
+// leaderIdle is the sweeping leader's view of sandbox: its last traffic and
+// when it is to be suspended (zero while open work holds it awake); ok is
+// false while no replica leads or no report has named it.
+func (p *platform) leaderIdle(sandbox string) (lastActive, suspendAt time.Time, ok bool) {
+	for _, s := range p.sweepers {
+		if lastActive, suspendAt, ok = s.Idle(activity.Key{Namespace: p.ns, Name: sandbox}, time.Now()); ok {
+			return lastActive, suspendAt, ok
+		}
+	}
+	return time.Time{}, time.Time{}, false
+}
+
 // sandboxOf returns the name of the Sandbox user's claim adopted.
 func (p *platform) sandboxOf(user string) string {
 	p.t.Helper()
@@ -303,7 +335,7 @@ func (p *platform) sandboxOf(user string) string {
 // Suspended, so that the next request meets wake-on-connect.
 func (p *platform) waitRoutedSuspended(t *testing.T, user string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, user+" suspended on every node", func() bool {
+	testkit.Eventually(t, user+" suspended on every node", func() bool {
 		for _, n := range p.nodes {
 			e, err := n.idx.Lookup(user)
 			if err != nil || e.Route.State != informer.StateSuspended {
@@ -338,32 +370,29 @@ func (p *platform) watchMode(name string) *modeWatch {
 		t.Fatalf("list sandbox %s: %v", name, err)
 	}
 	m := &modeWatch{events: []modeEvent{{time.Now(), list.Items[0].Spec.OperatingMode}}}
-	rv := list.ResourceVersion
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel.FieldSelector
+			return client.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatalf("watch sandbox %s: %v", name, err)
+	}
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
-			o := sel
-			o.ResourceVersion = rv
-			w, err := client.Watch(ctx, o)
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+		for ev := range w.ResultChan() {
+			sb, ok := ev.Object.(*agents.Sandbox)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
 				continue
 			}
-			for ev := range w.ResultChan() {
-				sb, ok := ev.Object.(*agents.Sandbox)
-				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-					continue
-				}
-				rv = sb.ResourceVersion
-				m.mu.Lock()
-				if m.events[len(m.events)-1].mode != sb.Spec.OperatingMode {
-					m.events = append(m.events, modeEvent{time.Now(), sb.Spec.OperatingMode})
-				}
-				m.mu.Unlock()
+			m.mu.Lock()
+			if m.events[len(m.events)-1].mode != sb.Spec.OperatingMode {
+				m.events = append(m.events, modeEvent{time.Now(), sb.Spec.OperatingMode})
 			}
-			w.Stop()
+			m.mu.Unlock()
 		}
 	}()
 	return m
@@ -390,10 +419,10 @@ func (m *modeWatch) transitionsTo(mode agents.OperatingMode, since time.Time) in
 
 // waitFor waits for a change to mode after since and returns when it was
 // seen.
-func (m *modeWatch) waitFor(t *testing.T, mode agents.OperatingMode, since time.Time, timeout time.Duration) time.Time {
+func (m *modeWatch) waitFor(t *testing.T, mode agents.OperatingMode, since time.Time) time.Time {
 	t.Helper()
 	var at time.Time
-	waitFor(t, timeout, "operating mode "+string(mode), func() bool {
+	testkit.Eventually(t, "operating mode "+string(mode), func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		for _, e := range m.events[1:] {

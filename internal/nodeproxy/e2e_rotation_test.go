@@ -17,6 +17,7 @@ import (
 	"github.com/sandgate/sandgate/internal/authapi"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestE2EKeyRotationKeepsIdleUsers: alice signs up, then goes idle while
@@ -33,7 +34,7 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 	oldKID := tokenKID(t, alice.session)
 
 	newest := p.rotateTwiceWhileIdle(t, oldKID)
-	waitFor(t, 30*time.Second, "the auth API's JWKS without alice's key", func() bool {
+	testkit.Eventually(t, "the auth API's JWKS without alice's key", func() bool {
 		kids := p.publishedKIDs(t)
 		return !kids[oldKID] && kids[newest]
 	})
@@ -43,7 +44,7 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 		t.Fatalf("bob's session is signed by %q, want the newest key %q", kid, newest)
 	}
 	ver := p.nodes[0].d.Verifier()
-	waitFor(t, 30*time.Second, "the node proxies' key set refreshed by bob's token", func() bool {
+	testkit.Eventually(t, "the node proxies' key set refreshed by bob's token", func() bool {
 		_, err := ver.Verify(bob.session)
 		return err == nil
 	})
@@ -92,31 +93,9 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 // verified (and cached) the session cookie: as for a user idle longer
 // than the session token lives, whose token left the verifiers' cache.
 func (p *platform) signupUnseen(i int, user string) e2eAccount {
-	t := p.t
-	t.Helper()
-	resp := p.sendBody(i, http.MethodPost, "/users", `{"user":"`+user+`"}`)
-	body := readAll(t, resp)
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("signup %s: %d %s", user, resp.StatusCode, body)
-	}
-	var out struct{ Token string }
-	if err := json.Unmarshal([]byte(body), &out); err != nil {
-		t.Fatal(err)
-	}
-	a := e2eAccount{user: user, bearer: out.Token}
-	for _, c := range resp.Cookies() {
-		if c.Name == nodeproxy.DefaultCookieName {
-			a.session = c.Value
-		}
-	}
-	if a.bearer == "" || a.session == "" {
-		t.Fatalf("signup %s: no token or session cookie", user)
-	}
-	waitFor(t, 30*time.Second, user+"'s app served", func() bool {
-		resp := p.get(i, "/u/"+user+"/api/echo", map[string]string{"Authorization": "Bearer " + a.bearer})
-		readAll(t, resp)
-		return resp.StatusCode == http.StatusOK
-	})
+	p.t.Helper()
+	a := p.createAccount(i, user)
+	p.waitServed(i, testHost, "/u/"+user+"/api/echo", map[string]string{"Authorization": "Bearer " + a.bearer})
 	return a
 }
 

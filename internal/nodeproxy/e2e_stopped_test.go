@@ -4,9 +4,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestE2EStoppedPodIsRecreated evicts a user's pod on the simulated
@@ -27,7 +28,7 @@ func TestE2EStoppedPodIsRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := 0
-	waitFor(t, 60*time.Second, "erin's agent served by a new pod", func() bool {
+	testkit.Eventually(t, "erin's agent served by a new pod", func() bool {
 		resp := p.get(0, "/u/erin/api/echo", map[string]string{"Cookie": cookie(a.session)})
 		body := readAll(t, resp)
 		switch {

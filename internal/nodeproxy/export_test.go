@@ -7,12 +7,12 @@ import "net/http"
 var (
 	AccessLines  = accessLines
 	CloseCode    = closeCode
-	ControlPlane = controlPlane
 	Cookie       = cookie
 	Echo         = echo
 	FindCookie   = findCookie
 	HandshakesOf = handshakesOf
 	RawStatus    = rawStatus
+	ReadEvent    = readEvent
 	ReadAll      = readAll
 	TestHopKey   = testHopKey
 )
@@ -22,7 +22,6 @@ var (
 const (
 	CloseUnauthenticated = closeUnauthenticated
 	EntryStateName       = entryStateName
-	RaceEnabled          = raceEnabled
 	TestHost             = testHost
 	UpstreamPod          = upstreamPod
 )

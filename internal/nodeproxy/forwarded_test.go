@@ -4,6 +4,8 @@ import (
 	"maps"
 	"net/netip"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestForwardedForOnlyFromTrustedPeers: an X-Forwarded-For reaches the
@@ -45,7 +47,7 @@ func TestForwardedForOnlyFromTrustedPeers(t *testing.T) {
 					t.Errorf("app saw X-Forwarded-For %q, want %q", got, tc.wantXFF)
 				}
 			}
-			eventually(t, "access lines", func() bool { return len(accessLines(t, h.logs)) >= 1 })
+			testkit.Eventually(t, "access lines", func() bool { return len(accessLines(t, h.logs)) >= 1 })
 			for _, l := range accessLines(t, h.logs) {
 				if l["client"] != tc.wantClient {
 					t.Errorf("access log client %v for %v, want %s", l["client"], l["path"], tc.wantClient)

@@ -2,6 +2,7 @@ package nodeproxy
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/logbuf"
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 const (
@@ -54,29 +56,30 @@ func accessLines(t *testing.T, s *logbuf.Buffer) []map[string]any {
 	return out
 }
 
-// clock is a settable clock for tokens, verifier and proxy.
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.off += d
-}
-
 // fakeDir is a Directory the test edits.
 type fakeDir struct {
 	mu      sync.Mutex
 	entries map[string]informer.Entry
 	nodeIPs map[string]bool
+	changed chan struct{} // closed and replaced at every edit
+}
+
+// watch returns a channel closed at the next edit.
+func (d *fakeDir) watch() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.changed == nil {
+		d.changed = make(chan struct{})
+	}
+	return d.changed
+}
+
+// editedLocked wakes the watchers of the last edit.
+func (d *fakeDir) editedLocked() {
+	if d.changed != nil {
+		close(d.changed)
+		d.changed = nil
+	}
 }
 
 func (d *fakeDir) Lookup(user string) (informer.Entry, error) {
@@ -99,6 +102,7 @@ func (d *fakeDir) set(user string, e informer.Entry) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.entries[user] = e
+	d.editedLocked()
 }
 
 func (d *fakeDir) edit(user string, f func(*informer.Entry)) {
@@ -107,6 +111,7 @@ func (d *fakeDir) edit(user string, f func(*informer.Entry)) {
 	e := d.entries[user]
 	f(&e)
 	d.entries[user] = e
+	d.editedLocked()
 }
 
 // criLog turns an app's stdout into CRI log records in its container's log
@@ -167,19 +172,21 @@ type pod struct {
 	name   string
 	uid    string
 	addr   string
+	events time.Duration
 	log    *criLog
 	cancel context.CancelFunc
 	done   chan error
 }
 
-// startPod runs an agent app for a pod on its node's log root.
-func startPod(t *testing.T, logRoot, name, uid string) *pod {
+// startPod runs an agent app for a pod on its node's log root, sending
+// SSE events every events (zero means 200ms).
+func startPod(t *testing.T, logRoot, name, uid string, events time.Duration) *pod {
 	t.Helper()
 	dir := filepath.Join(logRoot, testNS+"_"+name+"_"+uid, "dsh")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := &pod{t: t, name: name, uid: uid, log: &criLog{path: filepath.Join(dir, "0.log")}}
+	p := &pod{t: t, name: name, uid: uid, events: cmp.Or(events, 200*time.Millisecond), log: &criLog{path: filepath.Join(dir, "0.log")}}
 	p.start(t.TempDir(), "127.0.0.1:0")
 	t.Cleanup(p.stop)
 	return p
@@ -193,14 +200,14 @@ func (p *pod) start(dataDir, addr string) {
 	p.addr = ln.Addr().String()
 	app := agentapp.New(agentapp.Options{
 		Stdout: p.log, DataDir: dataDir, TrustedHosts: []string{testHost},
-		EventInterval: 200 * time.Millisecond, ShutdownTimeout: time.Second,
+		EventInterval: p.events, ShutdownTimeout: time.Second,
 	})
 	before := p.log.launches()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel, p.done = cancel, make(chan error, 1)
 	go func() { p.done <- app.Serve(ctx, ln) }()
 	// Ready once the launch line is logged, like the kubelet's probe.
-	eventually(p.t, "app launch line", func() bool { return p.log.launches() > before })
+	testkit.Eventually(p.t, "app launch line", func() bool { return p.log.launches() > before })
 }
 
 func (p *pod) stop() {
@@ -232,7 +239,7 @@ type node struct {
 // harness is node proxies, pods, a session signer and an auth API stand-in.
 type harness struct {
 	t      *testing.T
-	clock  *clock
+	clock  *testkit.Clock // tokens, verifier and proxy
 	ring   *jwt.KeyRing
 	signer *jwt.Signer
 	ver    *jwt.Verifier
@@ -242,23 +249,29 @@ type harness struct {
 	nodes  map[string]*node
 	pods   map[string]*pod // by user
 	client *http.Client
+	// appEvents is harnessOpts.appEvents.
+	appEvents time.Duration
 }
 
 type harnessOpts struct {
 	peers  bool // run a second node, node-b, for hops
 	modify func(*Options)
 	tls    *tls.Config // also serve HTTPS on each node, with this config
+	// appEvents spaces the SSE events of the users' apps; zero means 200ms.
+	appEvents time.Duration
 }
 
 func newHarness(t *testing.T, ho harnessOpts) *harness {
 	t.Helper()
 	h := &harness{
 		t:     t,
-		clock: &clock{},
+		clock: testkit.NewOffsetClock(),
 		dir:   &fakeDir{entries: map[string]informer.Entry{}, nodeIPs: map[string]bool{}},
 		logs:  &logbuf.Buffer{},
 		nodes: map[string]*node{},
 		pods:  map[string]*pod{},
+
+		appEvents: ho.appEvents,
 	}
 	h.ring = jwt.NewKeyRing(time.Now().Add(-time.Hour))
 	var err error
@@ -392,7 +405,7 @@ func (h *harness) addUser(user, nodeName string) *pod {
 	h.t.Helper()
 	n := h.nodes[nodeName]
 	uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", len(h.pods)+1, len(h.pods)+1)
-	p := startPod(h.t, n.logRoot, "sb-"+user, uid)
+	p := startPod(h.t, n.logRoot, "sb-"+user, uid, h.appEvents)
 	h.pods[user] = p
 	h.dir.set(user, informer.Entry{
 		Account: account.Account{User: user, UID: uid, TokenHash: account.HashToken("tok-" + user), Epoch: 1},
@@ -515,21 +528,27 @@ func rawStatus(t *testing.T, addr, raw string) string {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line)
+	return statusLine(c, raw)
 }
 
-// eventually polls cond for up to 5s.
-func eventually(t *testing.T, what string, cond func() bool) {
+// dialFrom opens a connection to addr from the local address from, closed
+// when the test ends.
+func dialFrom(t *testing.T, addr, from string) net.Conn {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c
+}
+
+// statusLine writes raw to c and returns the status line of the answer,
+// "" when the connection closes first.
+func statusLine(c net.Conn, raw string) string {
+	io.WriteString(c, raw)
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestHopTrustNeedsAValidProof: node-b trusts the forwarded headers of a
@@ -119,7 +121,7 @@ func none(*harness) []string { return []string{""} }
 // full, a proof no newer than a nonce it forgot inside the window is
 // refused, as it could be a replay of it.
 func TestHopProofChecks(t *testing.T) {
-	clk := &clock{}
+	clk := testkit.NewOffsetClock()
 	c := hopClaim{method: "GET", uri: "/u/a/", host: "h", user: "a", from: "n1", to: "n2", xff: "x", proto: "http", fwdHost: "h"}
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return clk.Now().Add(d) } }
 	sign := func(d time.Duration) string { return newHopAuth(testHopKey, at(d), hopNonces).sign(c) }

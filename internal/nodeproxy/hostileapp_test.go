@@ -104,6 +104,17 @@ type appEnv struct {
 	subdomain bool
 }
 
+// inRoutingModes runs test as a subtest in path routing and in subdomain
+// routing, each with an appEnv of its own.
+func inRoutingModes(t *testing.T, test func(t *testing.T, e *appEnv)) {
+	for _, mode := range []struct {
+		name      string
+		subdomain bool
+	}{{"path routing", false}, {"subdomain routing", true}} {
+		t.Run(mode.name, func(t *testing.T) { test(t, newAppEnv(t, mode.subdomain, nil)) })
+	}
+}
+
 func newAppEnv(t *testing.T, subdomain bool, modify func(*Options)) *appEnv {
 	t.Helper()
 	var h *harness

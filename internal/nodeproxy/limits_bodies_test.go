@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestAuthAPIBodyLimitIsTheAuthAPIs(t *testing.T) {
@@ -87,29 +88,16 @@ func TestAuthAPIBodiesBoundedPerClient(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	p := h.nodes["node-a"].proxy
 	addr := h.nodes["node-a"].addr
-	open := func(from string) net.Conn {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		return c
-	}
+	open := func(from string) net.Conn { return dialFrom(t, addr, from) }
 	stalled := authAPIClientBytes / authAPIMaxBodyBytes
 	for range stalled {
 		c := open("127.0.0.1")
 		io.WriteString(c, "POST /users HTTP/1.1\r\nHost: "+testHost+
 			"\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{")
 	}
-	eventually(t, "the stalled bodies reserved", func() bool { return p.inflight.bodies.buffered() == authAPIClientBytes })
+	testkit.Eventually(t, "the stalled bodies reserved", func() bool { return p.inflight.bodies.buffered() == authAPIClientBytes })
 	post := "POST /users HTTP/1.1\r\nHost: " + testHost + "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-	read := func(c net.Conn) string {
-		io.WriteString(c, post)
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(line)
-	}
+	read := func(c net.Conn) string { return statusLine(c, post) }
 	if got := read(open("127.0.0.1")); !strings.Contains(got, " 503 ") {
 		t.Errorf("one more body from the same address: %q, want 503", got)
 	}

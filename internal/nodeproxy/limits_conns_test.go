@@ -1,13 +1,17 @@
 package nodeproxy
 
 import (
-	"bufio"
-	"io"
 	"net"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
+
+// getRoot sends GET / on c and returns the answer's status line.
+func getRoot(c net.Conn) string {
+	return statusLine(c, "GET / HTTP/1.1\r\nHost: "+testHost+"\r\n\r\n")
+}
 
 // TestConnectionsBoundedPerClient: past its share of open connections an
 // address is refused at once, while another address is served.
@@ -25,38 +29,24 @@ func TestConnectionsBoundedPerClient(t *testing.T) {
 	go func() { defer close(done); srv.Serve(lim) }()
 	t.Cleanup(func() { srv.Shutdown(); lim.closeAll(); <-done })
 
-	dial := func(from string) net.Conn {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		c, err := d.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		return c
-	}
-	get := func(c net.Conn) string {
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+testHost+"\r\n\r\n")
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(line)
-	}
+	dial := func(from string) net.Conn { return dialFrom(t, ln.Addr().String(), from) }
 	var held []net.Conn
 	for i := range 3 {
 		c := dial("127.0.0.1")
-		if got := get(c); !strings.Contains(got, " 200 ") {
+		if got := getRoot(c); !strings.Contains(got, " 200 ") {
 			t.Fatalf("connection %d within the bound: %q", i, got)
 		}
 		held = append(held, c)
 	}
-	if got := get(dial("127.0.0.1")); got != "" {
+	if got := getRoot(dial("127.0.0.1")); got != "" {
 		t.Errorf("connection past the bound was served: %q", got)
 	}
-	if got := get(dial("127.0.0.2")); !strings.Contains(got, " 200 ") {
+	if got := getRoot(dial("127.0.0.2")); !strings.Contains(got, " 200 ") {
 		t.Errorf("another address: %q, want 200", got)
 	}
 	held[0].Close()
-	eventually(t, "a closed connection frees its slot", func() bool {
-		return strings.Contains(get(dial("127.0.0.1")), " 200 ")
+	testkit.Eventually(t, "a closed connection frees its slot", func() bool {
+		return strings.Contains(getRoot(dial("127.0.0.1")), " 200 ")
 	})
 }
 
@@ -66,28 +56,14 @@ func TestConnectionsBoundedPerClient(t *testing.T) {
 func TestServeBoundsConnectionsPerClient(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	addr := h.nodes["node-a"].addr
-	dial := func(from string) net.Conn {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(30 * time.Second))
-		return c
-	}
-	get := func(c net.Conn) string {
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+testHost+"\r\n\r\n")
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(line)
-	}
+	dial := func(from string) net.Conn { return dialFrom(t, addr, from) }
 	for range maxConnsPerClient {
 		dial("127.0.0.9")
 	}
-	if got := get(dial("127.0.0.9")); got != "" {
+	if got := getRoot(dial("127.0.0.9")); got != "" {
 		t.Errorf("connection past the bound was served: %q", got)
 	}
-	if got := get(dial("127.0.0.10")); !strings.Contains(got, " 200 ") {
+	if got := getRoot(dial("127.0.0.10")); !strings.Contains(got, " 200 ") {
 		t.Errorf("another address: %q, want 200", got)
 	}
 }

@@ -1,24 +1,11 @@
 package nodeproxy
 
 import (
-	"flag"
-	"os"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-// The real control plane starts on first use, so unit-only runs never
-// pay for it.
-var shared clustertest.Lazy
-
-func controlPlane(t *testing.T) *controlplane.ControlPlane {
-	t.Helper()
-	return shared.Get(t)
-}
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(clustertest.MainLazy(m, &shared))
-}
+// The real control plane starts on first use (testkit.ControlPlane), so
+// unit-only runs never pay for it.
+func TestMain(m *testing.M) { testkit.Main(m) }

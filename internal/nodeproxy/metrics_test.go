@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // series returns the metric name's series on reg, by their labels joined
@@ -79,7 +80,7 @@ func TestRequestDurationByRoute(t *testing.T) {
 	}
 	c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 	c.Close()
-	eventually(t, "the WebSocket counted", func() bool {
+	testkit.Eventually(t, "the WebSocket counted", func() bool {
 		return len(series(t, reg, "sandgate_nodeproxy_requests_total")) == 3
 	})
 
@@ -118,7 +119,7 @@ func TestOpenStreamsGauge(t *testing.T) {
 		t.Errorf("open stream already observed %d times", n)
 	}
 	stream.Body.Close()
-	eventually(t, "the ended stream observed", func() bool { return durationCounts(t, reg)["route=user "] == 1 })
+	testkit.Eventually(t, "the ended stream observed", func() bool { return durationCounts(t, reg)["route=user "] == 1 })
 	if v := gaugeValue(t, reg, "sandgate_nodeproxy_open_streams"); v != 0 {
 		t.Errorf("open streams after it ended: %v, want 0", v)
 	}
@@ -138,7 +139,7 @@ func TestJWKSRefreshGauge(t *testing.T) {
 		w.Write(data)
 	}))
 	defer srv.Close()
-	clk := &clock{}
+	clk := testkit.NewOffsetClock()
 	f, err := jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: srv.URL, Client: srv.Client(), MinRefreshInterval: time.Second, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	predrain "github.com/sandgate/sandgate/internal/drain"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestDrainFailsReadinessWhileServing (issue 24 item 5): once the preStop
@@ -45,7 +46,7 @@ func TestDrainFailsReadinessWhileServing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = predrain.Request(ctx, srv.Listener.Addr().String(), time.Hour) }()
-	eventually(t, "/readyz fails once the drain begins", func() bool { return readyz() == http.StatusServiceUnavailable })
+	testkit.Eventually(t, "/readyz fails once the drain begins", func() bool { return readyz() == http.StatusServiceUnavailable })
 	if !gate.Draining() {
 		t.Error("/readyz fails but no drain has begun")
 	}

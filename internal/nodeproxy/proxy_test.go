@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestProxyHeaderPolicy sends every kind of forged identity, credential and
@@ -103,7 +105,7 @@ func TestLocationRewrittenAndCookiesDropped(t *testing.T) {
 func launchToken(t *testing.T, p *pod) string {
 	t.Helper()
 	var tok string
-	eventually(t, "launch line", func() bool {
+	testkit.Eventually(t, "launch line", func() bool {
 		p.log.mu.Lock()
 		defer p.log.mu.Unlock()
 		for _, l := range p.log.lines {

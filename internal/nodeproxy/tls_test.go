@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/logbuf"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestTLSListener: the HTTPS listener serves the same proxy as the plain
@@ -33,7 +34,7 @@ func TestTLSListener(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	first := ca.issue(t, certFile, keyFile)
-	clk := &clock{}
+	clk := testkit.NewOffsetClock()
 	logs := &logbuf.Buffer{}
 	cert, err := NewCertificate(CertificateOptions{
 		CertFile: certFile, KeyFile: keyFile, Now: clk.Now, Logger: slog.New(slog.NewJSONHandler(logs, nil)),

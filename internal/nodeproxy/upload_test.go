@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // uploadSize is the large upload: far above BufferBodyBytes (1 MiB), so it
@@ -128,10 +129,10 @@ func TestAbortedLargeUploadIsAnErrorToTheApp(t *testing.T) {
 			}
 		}
 		// Hang up once the app has more than the buffered prefix.
-		eventually(t, name+" streaming to the app", func() bool { return toApp.total()-sent > 2<<20 })
+		testkit.Eventually(t, name+" streaming to the app", func() bool { return toApp.total()-sent > 2<<20 })
 		c.Close()
 
-		eventually(t, name+": the app's answer", func() bool { return len(appStatuses(alice, http.MethodPut, "/api/files/"+name)) > 0 })
+		testkit.Eventually(t, name+": the app's answer", func() bool { return len(appStatuses(alice, http.MethodPut, "/api/files/"+name)) > 0 })
 		if s := appStatuses(alice, http.MethodPut, "/api/files/"+name); len(s) != 1 || s[0] != "400" {
 			t.Errorf("%s: the app answered %v, want one 400 (body cut short)", name, s)
 		}
@@ -139,7 +140,7 @@ func TestAbortedLargeUploadIsAnErrorToTheApp(t *testing.T) {
 		if body := readAll(t, resp); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: GET after the abort: %d, %d bytes; want 404 (nothing stored)", name, resp.StatusCode, len(body))
 		}
-		eventually(t, name+": 499 in the access log", func() bool {
+		testkit.Eventually(t, name+": 499 in the access log", func() bool {
 			for _, l := range accessLines(t, h.logs) {
 				if l["status"] == float64(StatusClientClosed) && l["path"] == "/u/alice/api/files/"+name {
 					return true

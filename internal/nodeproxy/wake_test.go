@@ -3,8 +3,6 @@ package nodeproxy
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,12 +13,14 @@ import (
 
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // WaitReady lets the harness's node view stand in for the informer index.
 // It polls (the real index waits for informer events).
 func (n *nodeDir) WaitReady(ctx context.Context, user string) (informer.Entry, error) {
 	for {
+		edited := n.d.watch()
 		e, err := n.Lookup(user)
 		if err != nil || e.Route.State == informer.StateReady {
 			return e, err
@@ -28,7 +28,7 @@ func (n *nodeDir) WaitReady(ctx context.Context, user string) (informer.Entry, e
 		select {
 		case <-ctx.Done():
 			return e, context.Cause(ctx)
-		case <-time.After(5 * time.Millisecond):
+		case <-edited:
 		}
 	}
 }
@@ -209,13 +209,8 @@ func TestActivityReported(t *testing.T) {
 	tracker := activity.New(activity.Options{})
 	h := newHarness(t, wakeOpts(5*time.Second, tracker))
 	h.addUser("alice", "node-a")
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(testSAToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	rep, err := activity.NewReporter(activity.ReporterOptions{
-		Tracker: tracker, Node: "node-a", URL: "http://" + h.auth.addr + "/internal/v1/activity",
-		TokenFile: tokenFile, Interval: 50 * time.Millisecond,
+		Tracker: tracker, Node: "node-a", Sender: h.nodes["node-a"].proxy.ActivitySender(), Interval: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +222,7 @@ func TestActivityReported(t *testing.T) {
 
 	before := time.Now().UnixMilli()
 	echo(t, h.get("node-a", "/u/alice/api/echo", map[string]string{"Authorization": "Bearer tok-alice"}))
-	eventually(t, "a report with alice's sandbox", func() bool {
+	testkit.Eventually(t, "a report with alice's sandbox", func() bool {
 		for _, r := range h.auth.allReports() {
 			for _, e := range r.Entries {
 				if e.Key() == (activity.Key{Namespace: testNS, Name: "sb-alice"}) && e.LastActivity >= before && e.InFlight == 0 {
@@ -261,26 +256,51 @@ func TestWebSocketActivity(t *testing.T) {
 		}
 		return s[0]
 	}
-	eventually(t, "the WebSocket counted open", func() bool { e := entry(); return e.OpenWebSockets == 1 && e.InFlight == 0 })
-	time.Sleep(120 * time.Millisecond) // past the tracker's write resolution
+	testkit.Eventually(t, "the WebSocket counted open", func() bool { e := entry(); return e.OpenWebSockets == 1 && e.InFlight == 0 })
 	quiet := entry().LastActivity
-	if err := c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second)); err != nil {
+	// The tracker writes an entry's clock at most every 50ms: past that,
+	// any traffic would move it.
+	testkit.Eventually(t, "past the tracker's write resolution", func() bool {
+		return time.Since(time.UnixMilli(quiet)) > 100*time.Millisecond
+	})
+	pongs, messages := make(chan struct{}, 1), make(chan string, 1)
+	c.SetPongHandler(func(string) error {
+		select {
+		case pongs <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	go func() {
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			select {
+			case messages <- string(msg):
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	if err := c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(testkit.Timeout)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(120 * time.Millisecond)
+	testkit.Receive(t, "the pong", pongs)
 	if got := entry().LastActivity; got != quiet {
 		t.Errorf("a ping counted as activity: %d -> %d", quiet, got)
 	}
 	if err := c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.ReadMessage(); err != nil {
-		t.Fatal(err)
+	if msg := testkit.Receive(t, "the echo", messages); msg != "hello" {
+		t.Fatalf("echo %q", msg)
 	}
 	if got := entry().LastActivity; got <= quiet {
 		t.Errorf("a data frame did not count: %d -> %d", quiet, got)
 	}
 	c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	c.Close()
-	eventually(t, "the WebSocket counted closed", func() bool { e := entry(); return e.OpenWebSockets == 0 && e.InFlight == 0 })
+	testkit.Eventually(t, "the WebSocket counted closed", func() bool { e := entry(); return e.OpenWebSockets == 0 && e.InFlight == 0 })
 }

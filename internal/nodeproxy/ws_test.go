@@ -12,6 +12,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // dialWS opens a WebSocket to path on node as a browser on testHost would.
@@ -74,15 +75,10 @@ func TestWebSocketEchoAndCloseCodes(t *testing.T) {
 	}
 	pong := make(chan string, 1)
 	c.SetPongHandler(func(s string) error { pong <- s; return nil })
-	c.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(time.Second))
+	c.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(testkit.Timeout))
 	go c.ReadMessage() // control frames are handled while reading
-	select {
-	case s := <-pong:
-		if s != "are you there" {
-			t.Errorf("pong %q", s)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("no pong through the bridge")
+	if s := testkit.Receive(t, "a pong through the bridge", pong); s != "are you there" {
+		t.Errorf("pong %q", s)
 	}
 	c.Close()
 
@@ -117,8 +113,8 @@ func TestWebSocketEchoAndCloseCodes(t *testing.T) {
 	if got := closeCode(t, c3); got != websocket.CloseMessageTooBig {
 		t.Errorf("oversized upstream message: close %d, want 1009", got)
 	}
-	eventually(t, "bridges closed", func() bool { return h.nodes["node-a"].proxy.sockets.count() == 0 })
-	eventually(t, "slots released", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
+	testkit.Eventually(t, "bridges closed", func() bool { return h.nodes["node-a"].proxy.sockets.count() == 0 })
+	testkit.Eventually(t, "slots released", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -150,16 +146,16 @@ func TestWebSocketRejections(t *testing.T) {
 	}
 	expect("over the in-flight cap", good.Clone(), websocket.CloseInternalServerErr)
 	open.Close()
-	eventually(t, "slot released", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
+	testkit.Eventually(t, "slot released", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateSuspended })
 	expect("suspended", good.Clone(), websocket.CloseInternalServerErr)
-	eventually(t, "slot released after the suspended refusal", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
+	testkit.Eventually(t, "slot released after the suspended refusal", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateStopped })
 	expect("pod stopped", good.Clone(), websocket.CloseTryAgainLater)
 	h.dir.edit("alice", func(e *informer.Entry) { e.Route.State = informer.StateReady })
 
 	alice.stop()
 	expect("app down", good.Clone(), websocket.CloseInternalServerErr)
-	eventually(t, "slots released after rejections", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
+	testkit.Eventually(t, "slots released after rejections", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 }

@@ -47,13 +47,19 @@ func testSpec(t *testing.T, dir, content string) Spec {
 	}
 }
 
-func digest(t *testing.T, s Spec) v1.Hash {
+// build is Build for a spec that must build.
+func build(t *testing.T, s Spec) v1.Image {
 	t.Helper()
 	img, err := Build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := img.Digest()
+	return img
+}
+
+func digest(t *testing.T, s Spec) v1.Hash {
+	t.Helper()
+	d, err := build(t, s).Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,10 +99,7 @@ func TestReproducible(t *testing.T) {
 func TestConfig(t *testing.T) {
 	s := testSpec(t, t.TempDir(), "binary")
 	s.Epoch = time.Unix(1700000000, 123)
-	img, err := Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := build(t, s)
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
@@ -138,10 +141,7 @@ type member struct {
 
 func TestTarballRoundTrip(t *testing.T) {
 	s := testSpec(t, t.TempDir(), "the binary")
-	img, err := Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := build(t, s)
 	path := filepath.Join(t.TempDir(), "app.tar")
 	const ref = "sandgate.local/app:v0.3.0"
 	sum, err := Write(path, ref, img)
@@ -232,10 +232,7 @@ func layerMembers(t *testing.T, img v1.Image) map[string]member {
 func TestSpecOverridesBase(t *testing.T) {
 	s := testSpec(t, t.TempDir(), "binary")
 	s.Dirs = append(s.Dirs, Dir{Path: "/tmp", Mode: 0o700})
-	img, err := Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := build(t, s)
 	if m := layerMembers(t, img)["tmp/"]; m.mode != 0o700 {
 		t.Errorf("/tmp mode %o, want the spec's 0700", m.mode)
 	}

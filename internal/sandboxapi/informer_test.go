@@ -8,14 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestInformerSeesCreateUpdateDelete(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).SandboxClaims(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.SandboxClaims(ns.Name)
 	events := make(chan string, 10)
 	inf := sandboxapi.NewInformer(client, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{})
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -39,13 +39,8 @@ func TestInformerSeesCreateUpdateDelete(t *testing.T) {
 	}
 	expect := func(want string) {
 		t.Helper()
-		select {
-		case got := <-events:
-			if got != want {
-				t.Fatalf("event %q, want %q", got, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no event, want %q", want)
+		if got := testkit.Receive(t, "event "+want, events); got != want {
+			t.Fatalf("event %q, want %q", got, want)
 		}
 	}
 	claim, err := client.Create(t.Context(), &extensions.SandboxClaim{

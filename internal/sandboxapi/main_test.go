@@ -1,13 +1,9 @@
 package sandboxapi_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-var cluster *controlplane.ControlPlane
-
-func TestMain(m *testing.M) { os.Exit(clustertest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -10,22 +10,51 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/gentype"
 	"k8s.io/utils/ptr"
 
-	"github.com/sandgate/sandgate/internal/clustertest"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func newClient(t *testing.T) *sandboxapi.Client {
+// object is what the typed clients hold.
+type object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// roundTrip creates in, gives the created object a status with setStatus
+// (none when nil), reads it back and reports the spec or status, as parts
+// picks them out, that came back changed. It returns what it read.
+func roundTrip[T object, L runtime.Object](t *testing.T, client *gentype.ClientWithList[T, L], in T, setStatus func(T), parts func(T) (spec, status any)) T {
 	t.Helper()
-	c, err := sandboxapi.NewForConfig(cluster.AdminConfig())
+	sent, err := client.Create(t.Context(), in, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("create: %v", err)
 	}
-	return c
+	if setStatus != nil {
+		setStatus(sent)
+		if sent, err = client.UpdateStatus(t.Context(), sent, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update status: %v", err)
+		}
+	}
+	got, err := client.Get(t.Context(), in.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	wantSpec, _ := parts(in)
+	_, wantStatus := parts(sent)
+	gotSpec, gotStatus := parts(got)
+	if diff := cmp.Diff(wantSpec, gotSpec); diff != "" {
+		t.Errorf("spec changed in the round trip (-sent +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantStatus, gotStatus); diff != "" {
+		t.Errorf("status changed in the round trip (-sent +got):\n%s", diff)
+	}
+	return got
 }
 
 func podTemplate() agents.PodTemplate {
@@ -56,8 +85,8 @@ func condition(typ, reason string, status metav1.ConditionStatus) metav1.Conditi
 }
 
 func TestSandboxRoundTrip(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).Sandboxes(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.Sandboxes(ns.Name)
 	shutdown := now()
 	in := &agents.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "sb", Annotations: map[string]string{agents.AnnotationPodName: "sb"}},
@@ -70,40 +99,24 @@ func TestSandboxRoundTrip(t *testing.T) {
 			ShutdownPolicy:       agents.ShutdownPolicyRetain,
 		},
 	}
-	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	created.Status = agents.SandboxStatus{
-		ServiceFQDN: "sb.ns.svc.cluster.local", Service: "sb", PodIPs: []string{"127.1.0.2"},
-		NodeName: "node-a", Selector: agents.LabelSandboxNameHash + "=abc",
-		Conditions: []metav1.Condition{
-			condition(agents.ConditionReady, agents.ReasonDependenciesReady, metav1.ConditionTrue),
-			condition(agents.ConditionSuspended, agents.ReasonNotSuspended, metav1.ConditionFalse),
-		},
-	}
-	updated, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("update status: %v", err)
-	}
-	got, err := client.Get(t.Context(), "sb", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
-		t.Errorf("spec changed in the round trip (-sent +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(updated.Status, got.Status); diff != "" {
-		t.Errorf("status changed in the round trip (-sent +got):\n%s", diff)
-	}
+	got := roundTrip(t, client, in, func(sb *agents.Sandbox) {
+		sb.Status = agents.SandboxStatus{
+			ServiceFQDN: "sb.ns.svc.cluster.local", Service: "sb", PodIPs: []string{"127.1.0.2"},
+			NodeName: "node-a", Selector: agents.LabelSandboxNameHash + "=abc",
+			Conditions: []metav1.Condition{
+				condition(agents.ConditionReady, agents.ReasonDependenciesReady, metav1.ConditionTrue),
+				condition(agents.ConditionSuspended, agents.ReasonNotSuspended, metav1.ConditionFalse),
+			},
+		}
+	}, func(sb *agents.Sandbox) (any, any) { return sb.Spec, sb.Status })
 	if got.Annotations[agents.AnnotationPodName] != "sb" {
 		t.Errorf("annotation lost: %v", got.Annotations)
 	}
 }
 
 func TestSandboxDefaultsAndImmutableVolumes(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).Sandboxes(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.Sandboxes(ns.Name)
 	sb, err := client.Create(t.Context(), &agents.Sandbox{
 		ObjectMeta: metav1.ObjectMeta{Name: "sb"},
 		Spec:       agents.SandboxSpec{PodTemplate: podTemplate(), VolumeClaimTemplates: volumeTemplates()},
@@ -121,8 +134,8 @@ func TestSandboxDefaultsAndImmutableVolumes(t *testing.T) {
 }
 
 func TestClaimRoundTrip(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).SandboxClaims(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.SandboxClaims(ns.Name)
 	shutdown := now()
 	in := &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "dsh-bob", Annotations: map[string]string{extensions.AnnotationSandboxName: "pool-x"}},
@@ -140,33 +153,17 @@ func TestClaimRoundTrip(t *testing.T) {
 			VolumeClaimTemplates: volumeTemplates(),
 		},
 	}
-	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	created.Status = extensions.SandboxClaimStatus{
-		Sandbox:    extensions.ClaimedSandbox{Name: "pool-x", PodIPs: []string{"127.1.0.3"}},
-		Conditions: []metav1.Condition{condition(agents.ConditionReady, extensions.ReasonWarmPoolNotFound, metav1.ConditionFalse)},
-	}
-	updated, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("update status: %v", err)
-	}
-	got, err := client.Get(t.Context(), in.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
-		t.Errorf("spec changed (-sent +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(updated.Status, got.Status); diff != "" {
-		t.Errorf("status changed (-sent +got):\n%s", diff)
-	}
+	roundTrip(t, client, in, func(c *extensions.SandboxClaim) {
+		c.Status = extensions.SandboxClaimStatus{
+			Sandbox:    extensions.ClaimedSandbox{Name: "pool-x", PodIPs: []string{"127.1.0.3"}},
+			Conditions: []metav1.Condition{condition(agents.ConditionReady, extensions.ReasonWarmPoolNotFound, metav1.ConditionFalse)},
+		}
+	}, func(c *extensions.SandboxClaim) (any, any) { return c.Spec, c.Status })
 }
 
 func TestClaimWithoutWarmPoolRefIsRejected(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).SandboxClaims(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.SandboxClaims(ns.Name)
 	for name, spec := range map[string]extensions.SandboxClaimSpec{
 		"missing":    {},
 		"empty name": {WarmPoolRef: extensions.WarmPoolRef{Name: ""}},
@@ -183,8 +180,8 @@ func TestClaimWithoutWarmPoolRefIsRejected(t *testing.T) {
 }
 
 func TestWarmPoolRoundTrip(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).SandboxWarmPools(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.SandboxWarmPools(ns.Name)
 	in := &extensions.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
 		Spec: extensions.SandboxWarmPoolSpec{
@@ -192,24 +189,9 @@ func TestWarmPoolRoundTrip(t *testing.T) {
 			UpdateStrategy: extensions.UpdateStrategy{Type: extensions.UpdateStrategyRecreate},
 		},
 	}
-	created, err := client.Create(t.Context(), in, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	created.Status = extensions.SandboxWarmPoolStatus{Replicas: 2, ReadyReplicas: 1, Selector: agents.LabelWarmPoolSandbox + "=pool"}
-	if _, err := client.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update status: %v", err)
-	}
-	got, err := client.Get(t.Context(), "pool", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
-		t.Errorf("spec changed (-sent +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(created.Status, got.Status); diff != "" {
-		t.Errorf("status changed (-sent +got):\n%s", diff)
-	}
+	roundTrip(t, client, in, func(p *extensions.SandboxWarmPool) {
+		p.Status = extensions.SandboxWarmPoolStatus{Replicas: 2, ReadyReplicas: 1, Selector: agents.LabelWarmPoolSandbox + "=pool"}
+	}, func(p *extensions.SandboxWarmPool) (any, any) { return p.Spec, p.Status })
 	if _, err := client.Create(t.Context(), &extensions.SandboxWarmPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "neg"},
 		Spec:       extensions.SandboxWarmPoolSpec{Replicas: -1, SandboxTemplateRef: extensions.TemplateRef{Name: "tpl"}},
@@ -219,8 +201,8 @@ func TestWarmPoolRoundTrip(t *testing.T) {
 }
 
 func TestTemplateRoundTrip(t *testing.T) {
-	ns := clustertest.Namespace(t, cluster)
-	client := newClient(t).SandboxTemplates(ns)
+	ns := testkit.NewNamespace(t)
+	client := ns.SB.SandboxTemplates(ns.Name)
 	port := intstr.FromInt32(3080)
 	in := &extensions.SandboxTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
@@ -238,16 +220,7 @@ func TestTemplateRoundTrip(t *testing.T) {
 			VolumeClaimTemplatesPolicy: extensions.InjectionDisallowed,
 		},
 	}
-	if _, err := client.Create(t.Context(), in, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	got, err := client.Get(t.Context(), "tpl", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get: %v", err)
-	}
-	if diff := cmp.Diff(in.Spec, got.Spec); diff != "" {
-		t.Errorf("spec changed (-sent +got):\n%s", diff)
-	}
+	roundTrip(t, client, in, nil, func(tpl *extensions.SandboxTemplate) (any, any) { return tpl.Spec, nil })
 	defaults, err := client.Create(t.Context(), &extensions.SandboxTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: extensions.SandboxTemplateSpec{PodTemplate: podTemplate()},
 	}, metav1.CreateOptions{})

@@ -63,9 +63,7 @@ var podFailed = metav1.Condition{Type: agents.ConditionReady, Status: metav1.Con
 func TestFailedPodDeletedOncePerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		pods := &fakePods{}
-		o := testOptions()
-		o.Pods, o.Events = pods, pods
+		o, pods := podOptions()
 		f, s := sweepingBob(t, o)
 		f.failPod("pool-a", podFailed)
 		at(start, time.Minute)
@@ -94,9 +92,7 @@ func TestFailedPodDeletedOncePerFailure(t *testing.T) {
 func TestFailedPodLeftAloneUnlessManagedAndRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		pods := &fakePods{}
-		o := testOptions()
-		o.Pods, o.Events = pods, pods
+		o, pods := podOptions()
 		f := newFakeCluster()
 		f.addClaim("hand-made", "pool-x", false)
 		f.addClaim("dsh-bob", "pool-a", true)
@@ -111,4 +107,13 @@ func TestFailedPodLeftAloneUnlessManagedAndRunning(t *testing.T) {
 			t.Errorf("deleted %v", deleted)
 		}
 	})
+}
+
+// podOptions are testOptions with a fake that takes pod deletions and
+// Events.
+func podOptions() (Options, *fakePods) {
+	pods := &fakePods{}
+	o := testOptions()
+	o.Pods, o.Events = pods, pods
+	return o, pods
 }

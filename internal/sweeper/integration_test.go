@@ -191,19 +191,27 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// RoundTrip is the Service in front of the replicas: each report goes to
+// PostReport is the Service in front of the replicas: each report goes to
 // the next live replica.
-func (p *platform) RoundTrip(req *http.Request) (*http.Response, error) {
+func (p *platform) PostReport(ctx context.Context, body []byte) (int, error) {
 	for range len(p.replicas) {
 		r := p.replicas[p.next.Add(1)%uint64(len(p.replicas))]
 		if r.dead.Load() {
 			continue
 		}
-		req = req.Clone(req.Context())
-		req.URL.Host = r.srv.Listener.Addr().String()
-		return http.DefaultTransport.RoundTrip(req)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.srv.Listener.Addr().String()+"/internal/activity", bytes.NewReader(body))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
 	}
-	return nil, errors.New("no live replica")
+	return 0, errors.New("no live replica")
 }
 
 // leader waits for exactly one replica to lead, and returns it.
@@ -270,8 +278,7 @@ func (p *platform) nodeProxy(name string) *nodeProxy {
 	t := p.t
 	tr := activity.New(activity.Options{Quiet: itInterval})
 	rep, err := activity.NewReporter(activity.ReporterOptions{
-		Tracker: tr, Node: name, URL: "http://authapi.test/internal/activity", Interval: itInterval,
-		Client: &http.Client{Transport: p},
+		Tracker: tr, Node: name, Sender: p, Interval: itInterval,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package sweeper
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
@@ -75,18 +75,9 @@ func sandboxState(sb *agents.Sandbox, own owners) string {
 		return stateSuspended
 	case agents.Terminated(sb):
 		return stateFailed
-	case ready(sb):
+	case meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady):
 		return stateReady
 	default:
 		return stateStarting
 	}
-}
-
-func ready(sb *agents.Sandbox) bool {
-	for _, c := range sb.Status.Conditions {
-		if c.Type == agents.ConditionReady {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -1,9 +1,9 @@
 package sweeper
 
 import (
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // Label values; nothing else is ever used.
@@ -32,44 +32,32 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns, sub = "sandgate", "sweeper"
+	s := metricset.New(sub)
 	m := &metrics{
-		suspends: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "sweeper", Name: "suspends_total",
+		suspends: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "suspends_total",
 			Help: "Suspend patches sent by the leader, by result (conflict: the Sandbox changed since the decision).",
-		}, []string{"result"}),
-		reports: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "sweeper", Name: "reports_total",
+		}, []string{"result"}, metricset.Each(suspendOK, suspendConflict, suspendError)...),
+		reports: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "reports_total",
 			Help: "Activity reports offered to this replica, by result (not_leader: to be forwarded).",
-		}, []string{"result"}),
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "sandgate", Subsystem: "sweeper", Name: "leader",
+		}, []string{"result"}, metricset.Each(reportAccepted, reportNotLeader)...),
+		leader: s.Gauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "leader",
 			Help: "1 while this replica leads and sweeps, else 0.",
 		}),
-		heldOff: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "sweeper", Name: "suspends_held_off_total",
+		heldOff: s.Counter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "suspends_held_off_total",
 			Help: "Idle sandboxes not suspended in a sweep because a node's activity report was overdue.",
 		}),
-		failedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "sweeper", Name: "failed_pods_deleted_total",
+		failedPods: s.CounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "failed_pods_deleted_total",
 			Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
-		}, []string{"result"}),
+		}, []string{"result"}, metricset.Each(failedPodDeleted, failedPodGone, failedPodRefused, failedPodError)...),
 	}
-	for _, r := range []string{failedPodDeleted, failedPodGone, failedPodRefused, failedPodError} {
-		m.failedPods.WithLabelValues(r)
-	}
-	for _, r := range []string{suspendOK, suspendConflict, suspendError} {
-		m.suspends.WithLabelValues(r)
-	}
-	for _, r := range []string{reportAccepted, reportNotLeader} {
-		m.reports.WithLabelValues(r)
-	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.suspends, m.reports, m.leader, m.heldOff, m.failedPods} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register sweeper metrics: %w", err)
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

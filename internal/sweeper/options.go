@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -146,12 +147,8 @@ func (o Options) withDefaults() Options {
 			*p = d
 		}
 	}
-	if o.LeaseName == "" {
-		o.LeaseName = DefaultLeaseName
-	}
-	if o.LeaseNamespace == "" {
-		o.LeaseNamespace = o.Namespace
-	}
+	defaults.Set(&o.LeaseName, DefaultLeaseName)
+	defaults.Set(&o.LeaseNamespace, o.Namespace)
 	set(&o.LeaseDuration, DefaultLeaseDuration)
 	set(&o.RenewDeadline, DefaultRenewDeadline)
 	set(&o.RetryPeriod, DefaultRetryPeriod)
@@ -159,11 +156,7 @@ func (o Options) withDefaults() Options {
 	set(&o.ReportInterval, DefaultReportInterval)
 	set(&o.SweepInterval, o.ReportInterval)
 	set(&o.PatchTimeout, defaultPatchTimeout)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Audit == nil {
-		o.Audit = o.Logger
-	}
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
+	defaults.Set(&o.Audit, o.Logger)
 	return o
 }

@@ -41,13 +41,20 @@ func sweepingBob(t *testing.T, o Options) (*fakeCluster, *Sweeper) {
 	return f, s
 }
 
+// touchedBy returns a node that saw bob's sandbox once and has reported
+// that to s.
+func touchedBy(s *Sweeper, name string) *node {
+	n := newNode(name)
+	n.touch("pool-a")
+	s.Observe(n.report())
+	return n
+}
+
 func TestIdleSandboxSuspendedAfterIdleTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		f, s := sweepingBob(t, testOptions())
-		a := newNode("node-a")
-		a.touch("pool-a")
-		s.Observe(a.report())
+		touchedBy(s, "node-a")
 
 		at(start, 10*time.Minute-time.Second)
 		expectPatches(t, f, "just before IDLE_TIMEOUT")
@@ -72,9 +79,8 @@ func TestInFlightOnOtherNodeKeepsSandbox(t *testing.T) {
 
 		// Node A saw the sandbox once and then nothing; node B holds a long,
 		// silent request (an agent thinking) and reports it every interval.
-		a, b := newNode("node-a"), newNode("node-b")
-		a.touch("pool-a")
-		s.Observe(a.report())
+		touchedBy(s, "node-a")
+		b := newNode("node-b")
 		var mu sync.Mutex
 		mu.Lock()
 		b.work("pool-a", 1, 0)
@@ -406,9 +412,7 @@ func TestOverdueNodeHoldsOffSuspend(t *testing.T) {
 				start := time.Now()
 				o := testOptions()
 				f, s := sweepingBob(t, o)
-				a, b := newNode("node-a"), newNode("node-b")
-				a.touch("pool-a")
-				s.Observe(a.report())
+				a, b := touchedBy(s, "node-a"), newNode("node-b")
 				var mu sync.Mutex
 				ctx, stopA := context.WithCancel(t.Context())
 				defer stopA()

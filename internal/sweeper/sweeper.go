@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/pause"
 )
 
 // Outcomes the HTTP layer maps to responses.
@@ -110,7 +111,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		if err := s.campaign(ctx); err != nil {
 			return err
 		}
-		if !sleep(ctx, s.opts.RetryPeriod) {
+		if !pause.For(ctx, s.opts.RetryPeriod) {
 			return nil
 		}
 	}
@@ -156,16 +157,4 @@ func (s *Sweeper) Leader() (Leader, error) {
 		return Leader{}, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
 	return Leader{Identity: id, Pod: pod, Addr: addr, Self: id == s.opts.Identity}, nil
-}
-
-// sleep waits d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -2,8 +2,12 @@ package testkit
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestClock(t *testing.T) {
@@ -43,5 +47,25 @@ func TestReceive(t *testing.T) {
 	ch <- 7
 	if got := Receive(t, "a value", ch); got != 7 {
 		t.Errorf("Receive = %d, want 7", got)
+	}
+}
+
+func TestObserveRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	var seen []string
+	ObserveRequests(cfg, func(r *http.Request) { seen = append(seen, r.Method+" "+r.URL.Path) })
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(srv.URL + "/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(seen) != 1 || seen[0] != "GET /api" {
+		t.Errorf("observed %v, want [GET /api]", seen)
 	}
 }

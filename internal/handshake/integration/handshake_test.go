@@ -65,6 +65,19 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) 
 	return total
 }
 
+// refreshed refreshes the stale cookie of pod's app after a restart and
+// checks that the new cookie opens the app.
+func refreshed(t *testing.T, h *handshake.Handshaker, pod *corev1.Pod, tgt handshake.Target, stale string) {
+	t.Helper()
+	fresh, err := h.Refresh(t.Context(), tgt, stale)
+	if err != nil {
+		t.Fatalf("refresh after restart: %v", err)
+	}
+	if fresh == stale || get(t, pod, fresh) != http.StatusOK {
+		t.Fatal("refresh did not obtain a working new cookie")
+	}
+}
+
 func get(t *testing.T, pod *corev1.Pod, cookie string) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+pod.Status.PodIP+":3080/api/messages", nil)
@@ -144,13 +157,7 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 	if code := get(t, pod, first); code != http.StatusUnauthorized {
 		t.Fatalf("restarted app answered %d to the old cookie, want 401", code)
 	}
-	fresh, err := h.Refresh(t.Context(), target(pod), first)
-	if err != nil {
-		t.Fatalf("refresh after restart: %v", err)
-	}
-	if fresh == first || get(t, pod, fresh) != http.StatusOK {
-		t.Fatal("refresh did not obtain a working new cookie")
-	}
+	refreshed(t, h, pod, target(pod), first)
 	if n := counter(t, reg, "sandgate_handshake_total", "result", "ok"); n != 2 {
 		t.Errorf("handshakes after the refresh: %v, want 2", n)
 	}

@@ -64,13 +64,7 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 	}
 
 	restart(t, e, name)
-	fresh, err := h.Refresh(t.Context(), target, first)
-	if err != nil {
-		t.Fatalf("refresh after restart: %v", err)
-	}
-	if fresh == first || get(t, pod, fresh) != http.StatusOK {
-		t.Fatal("refresh did not obtain a working new cookie from the rewritten file")
-	}
+	refreshed(t, h, pod, target, first)
 	if n := counter(t, reg, "sandgate_handshake_total", "source", "file"); n != 2 {
 		t.Errorf("file handshakes: %v, want 2", n)
 	}

@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 // ProbePath is the only path served without the auth cookie; kubelet
@@ -160,21 +162,11 @@ type App struct {
 // New returns an App for opts, with zero values filled in. Serve validates
 // opts and starts it.
 func New(opts Options) *App {
-	if opts.Stdout == nil {
-		opts.Stdout = io.Discard
-	}
-	if opts.Stderr == nil {
-		opts.Stderr = io.Discard
-	}
-	if opts.EventInterval == 0 {
-		opts.EventInterval = defaultEventInterval
-	}
-	if opts.MaxUploadBytes == 0 {
-		opts.MaxUploadBytes = defaultMaxUploadBytes
-	}
-	if opts.ShutdownTimeout == 0 {
-		opts.ShutdownTimeout = defaultShutdownTimeout
-	}
+	defaults.Set(&opts.Stdout, io.Discard)
+	defaults.Set(&opts.Stderr, io.Discard)
+	defaults.Set(&opts.EventInterval, defaultEventInterval)
+	defaults.Set(&opts.MaxUploadBytes, defaultMaxUploadBytes)
+	defaults.Set(&opts.ShutdownTimeout, defaultShutdownTimeout)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
@@ -44,7 +45,7 @@ func isSpare(sb *agents.Sandbox, pool *extensions.SandboxWarmPool) bool {
 func (c *Controller) readySpare(s *scope, pool *extensions.SandboxWarmPool) *agents.Sandbox {
 	var ready []*agents.Sandbox
 	for _, sb := range s.ownedSandboxes(pool.Namespace, kindWarmPool, pool.Name) {
-		if isSpare(sb, pool) && operatingMode(sb) == agents.OperatingModeRunning && isReady(sb.Status.Conditions) {
+		if isSpare(sb, pool) && operatingMode(sb) == agents.OperatingModeRunning && meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady) {
 			ready = append(ready, sb)
 		}
 	}
@@ -129,7 +130,7 @@ func newSpare(pool *extensions.SandboxWarmPool, tmpl *extensions.SandboxTemplate
 // spareOrder sorts spares for removal when a pool shrinks: not Ready
 // first, then newest first.
 func spareOrder(a, b *agents.Sandbox) int {
-	ra, rb := isReady(a.Status.Conditions), isReady(b.Status.Conditions)
+	ra, rb := meta.IsStatusConditionTrue(a.Status.Conditions, agents.ConditionReady), meta.IsStatusConditionTrue(b.Status.Conditions, agents.ConditionReady)
 	if ra != rb {
 		if ra {
 			return 1

@@ -109,15 +109,6 @@ func mergePodMetadata(dst *agents.PodMetadata, src agents.PodMetadata) {
 	mergeInto(&dst.Annotations, src.Annotations)
 }
 
-func isReady(conds []metav1.Condition) bool {
-	for _, c := range conds {
-		if c.Type == agents.ConditionReady {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {

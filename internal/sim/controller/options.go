@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 )
 
@@ -82,14 +83,8 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Workers == 0 {
-		o.Workers = 2
-	}
-	if o.ClusterDomain == "" {
-		o.ClusterDomain = DefaultClusterDomain
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.Workers, 2)
+	defaults.Set(&o.ClusterDomain, DefaultClusterDomain)
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }

@@ -5,17 +5,17 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // The reconcile paths run against a real API server in
 // internal/sim/cluster; these tests cover the pure parts.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestNameHash(t *testing.T) {
 	// FNV-32a reference values, zero-padded to eight hex digits.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
@@ -66,7 +67,7 @@ func (c *Controller) syncPool(ctx context.Context, s *scope, ns, name string) (t
 		Selector: agents.LabelWarmPoolSandbox + "=" + NameHash(pool.Name),
 	}
 	for _, sb := range spares {
-		if isReady(sb.Status.Conditions) {
+		if meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady) {
 			status.ReadyReplicas++
 		}
 	}

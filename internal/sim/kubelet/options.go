@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
 )
 
@@ -110,35 +111,17 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Nodes == 0 {
-		o.Nodes = 1
-	}
-	if o.NodePrefix == "" {
-		o.NodePrefix = DefaultNodePrefix
-	}
-	if o.PodPort == 0 {
-		o.PodPort = DefaultPodPort
-	}
-	if o.LogMaxSize == 0 {
-		o.LogMaxSize = DefaultLogMaxSize
-	}
-	if o.LogMaxFiles == 0 {
-		o.LogMaxFiles = DefaultLogMaxFiles
-	}
-	if o.LogMaxLine == 0 {
-		o.LogMaxLine = DefaultLogMaxLine
-	}
-	if o.ProbeInterval == 0 {
-		o.ProbeInterval = defaultProbeInterval
-	}
-	if o.StopTimeout == 0 {
-		o.StopTimeout = defaultStopTimeout
-	}
+	defaults.Set(&o.Nodes, 1)
+	defaults.Set(&o.NodePrefix, DefaultNodePrefix)
+	defaults.Set(&o.PodPort, DefaultPodPort)
+	defaults.Set(&o.LogMaxSize, DefaultLogMaxSize)
+	defaults.Set(&o.LogMaxFiles, DefaultLogMaxFiles)
+	defaults.Set(&o.LogMaxLine, DefaultLogMaxLine)
+	defaults.Set(&o.ProbeInterval, defaultProbeInterval)
+	defaults.Set(&o.StopTimeout, defaultStopTimeout)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/sandgate/sandgate/internal/httpprobe"
 	"github.com/sandgate/sandgate/internal/sim/agentapp"
 )
 
@@ -261,12 +262,7 @@ func (w *worker) probeOK(ctx context.Context, ip string) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := w.probe.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return httpprobe.OK(w.probe, req) == nil
 }
 
 // probeRequest is the readiness probe of the pod at ip: GET ProbePath on

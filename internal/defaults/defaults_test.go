@@ -1,0 +1,24 @@
+package defaults
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+func TestSetFillsOnlyZeroFields(t *testing.T) {
+	var o struct {
+		d   time.Duration
+		s   string
+		set int
+		w   io.Writer
+	}
+	o.set = 7
+	Set(&o.d, time.Second)
+	Set(&o.s, "x")
+	Set(&o.set, 3)
+	Set(&o.w, io.Discard)
+	if o.d != time.Second || o.s != "x" || o.set != 7 || o.w != io.Discard {
+		t.Errorf("after Set: %+v", o)
+	}
+}

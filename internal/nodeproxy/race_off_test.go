@@ -1,7 +1,0 @@
-//go:build !race
-
-package nodeproxy
-
-// raceEnabled is set under the race detector, whose slowdown makes
-// latency assertions meaningless.
-const raceEnabled = false
