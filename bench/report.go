@@ -35,12 +35,14 @@ func render(c config, r *results) string {
 
 	p("\n## 1. HTTP data path\n\nClosed loop, %s measured after %s warm-up, every response checked; each cell ran in %d interleaved rounds. "+
 		"Each figure is the median of the rounds, with the lowest and highest round in brackets. "+
-		"(a) the app directly, (b) one node proxy with the full path (JWT cookie, informer resolve, in-flight slot, "+
-		"activity tracking, header policy, handshake cookie, metrics, the JSON access log to io.Discard with its shipped default: plain successes counted into one line per user every 10 s, ACCESS_LOG_SUMMARY), "+
+		"(a) the app directly, (b) one node proxy as cmd/nodeproxy assembles it (internal/nodeproxyd, the shipped defaults "+
+		"but for lifted per-user limits): JWT cookie, informer resolve, in-flight slot, activity tracking, header policy, the "+
+		"app cookie from the real handshaker (the launch token read once from the pod's CRI log file, then cached), metrics, "+
+		"and the JSON access log, counted and dropped, with plain successes summarised into one line per user and route every "+
+		"10 s (ACCESS_LOG_SUMMARY); "+
 		"(c) net/http with httputil.ReverseProxy, (d) a bare fasthttp reverse proxy with the node proxy's client settings and "+
 		"nothing else (no auth, lookup, policy, metrics or log): the library's limit. "+
-		"(b) is one hot user, alice, whose app cookie comes from a warm handshake cache stand-in; the many-users run below "+
-		"uses the real handshaker. CPU per request is user + system time of each server process from /proc/<pid>/stat over the run "+
+		"(b) is one hot user, alice; the many-users run below spreads the load over many. CPU per request is user + system time of each server process from /proc/<pid>/stat over the run "+
 		"(warm-up included; 10 ms ticks): the cost that decides throughput when the servers share one core.\n", c.duration, c.warmup, c.rounds)
 	for _, a := range apps {
 		dataTable(&b, r, a, c)

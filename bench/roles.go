@@ -23,8 +23,6 @@ import (
 	"github.com/sandgate/sandgate/bench/podlogs"
 	"github.com/sandgate/sandgate/bench/scale"
 	"github.com/sandgate/sandgate/bench/webapp"
-	"github.com/sandgate/sandgate/internal/handshake"
-	"github.com/sandgate/sandgate/internal/informer"
 )
 
 // Users of the data path: alice's pod runs on node n1, bob's on n2.
@@ -248,46 +246,27 @@ func serveProxy(ctx context.Context, s proxySpec) error {
 		fo.Users, fo.User, fo.Place = s.Crowd, crowdUser, func(int) int { return s.Node }
 	}
 	lists := feed.Build(fo)
-	no := node.Options{Name: me.Name, JWKS: s.JWKS, PeerPort: s.PeerPort, Log: &proxyLog}
-	if s.Crowd > 0 {
-		hs, cleanup, err := podHandshaker(ctx, lists)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		no.Handshaker = hs
-	}
-	idx, err := informer.New(lists.Informer(informer.Options{Namespace: node.Namespace, NodeName: me.Name}))
+	root, err := podLogs(ctx, lists)
 	if err != nil {
-		return fmt.Errorf("build index: %w", err)
+		return err
 	}
+	defer os.RemoveAll(root)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go idx.Run(ctx)
-	if err := idx.WaitForSync(ctx); err != nil {
-		return err
-	}
-	no.Index = idx
-	px, err := node.New(no)
+	px, err := node.Start(ctx, node.Options{Name: me.Name, IP: me.IP, Sources: lists, JWKS: s.JWKS, PeerPort: s.PeerPort, LogRoot: root, Log: &proxyLog})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(me.IP, "0"))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	dbg, err := serveDebug()
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() { done <- px.Serve(ctx, ln) }()
-	if err := emit(served{Addr: ln.Addr().String(), Debug: dbg}); err != nil {
+	if err := emit(served{Addr: px.Addr(), Debug: dbg}); err != nil {
 		return err
 	}
 	waitParent()
 	stop()
-	return <-done
+	return px.Wait()
 }
 
 // Each pod's log holds logLinesBefore request-log lines, the launch line,
@@ -297,17 +276,17 @@ const logLinesBefore, logLinesAfter = 200, 800
 // crowdUser names user i of the many-users run.
 func crowdUser(i int) string { return fmt.Sprintf("crowd%03d", i) }
 
-// podHandshaker writes the CRI log of every pod lists feeds into a fresh
-// log root, as the kubelet would hold them, and returns the real
-// Handshaker over it and how to remove it.
-func podHandshaker(ctx context.Context, lists *feed.Lists) (*handshake.Handshaker, func(), error) {
+// podLogs writes the CRI log of every pod lists feeds into a fresh log
+// root, as the kubelet would hold them, for the real handshaker to read,
+// and returns the root.
+func podLogs(ctx context.Context, lists *feed.Lists) (string, error) {
 	pods, err := lists.Pods.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list fed pods: %w", err)
+		return "", fmt.Errorf("list fed pods: %w", err)
 	}
 	root, err := os.MkdirTemp("", "sandgate-bench-pods-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("make log root: %w", err)
+		return "", fmt.Errorf("make log root: %w", err)
 	}
 	for _, p := range pods.Items {
 		c := p.Spec.Containers[0]
@@ -315,13 +294,8 @@ func podHandshaker(ctx context.Context, lists *feed.Lists) (*handshake.Handshake
 		pod := podlogs.Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Container: c.Name, Addr: addr}
 		if err := podlogs.Write(root, pod, logLinesBefore, logLinesAfter); err != nil {
 			os.RemoveAll(root)
-			return nil, nil, err
+			return "", err
 		}
 	}
-	hs, err := handshake.New(handshake.Options{LogRoot: root})
-	if err != nil {
-		os.RemoveAll(root)
-		return nil, nil, fmt.Errorf("build handshaker: %w", err)
-	}
-	return hs, func() { hs.Close(); os.RemoveAll(root) }, nil
+	return root, nil
 }

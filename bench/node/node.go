@@ -1,29 +1,26 @@
-// Package node builds a node proxy the way cmd/nodeproxy wires it, from
-// the bench's fed informer caches: the production nodeproxy.Proxy with a
-// real informer.Index, a real cached JWT verifier, an activity tracker,
-// metrics on a private registry and the logs as JSON to Options.Log, with
-// the shipped summary of plain successes in the access log.
-// The handshake is the real Handshaker when Options give one, and
-// otherwise a warm cache stand-in.
+// Package node runs a node proxy the way cmd/nodeproxy does: the shipped
+// assembly (internal/nodeproxyd) with the bench's settings, its informer
+// caches fed from the bench's lists instead of an API server, its session
+// keys from a JWKS this process serves, and its launch tokens read by the
+// real handshaker from CRI log files the bench writes. Its logs go as JSON
+// to Options.Log, with the shipped summary of plain successes in the
+// access log.
 package node
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandgate/sandgate/bench/feed"
 	"github.com/sandgate/sandgate/internal/account"
-	"github.com/sandgate/sandgate/internal/activity"
-	"github.com/sandgate/sandgate/internal/handshake"
-	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/nodeproxy"
 	"github.com/sandgate/sandgate/internal/nodeproxyd"
 )
 
@@ -71,68 +68,92 @@ func (k *Keys) Session(user string) (string, error) {
 
 // Options shape a node proxy.
 type Options struct {
-	// Name is the node's name.
-	Name string
-	// Index is the node's informer caches, synced.
-	Index *informer.Index
+	// Name is the node's name; IP the address it listens on.
+	Name, IP string
+	// Sources feed the informer caches.
+	Sources nodeproxyd.Sources
 	// JWKS verifies session tokens.
 	JWKS []byte
 	// PeerPort is the port other nodes' proxies listen on.
 	PeerPort int
-	// Registerer receives the proxy's metrics; nil uses a fresh registry.
-	Registerer prometheus.Registerer
+	// LogRoot holds the pods' CRI log files, read for launch tokens.
+	LogRoot string
 	// Log receives the proxy's JSON log lines; nil discards them.
 	Log io.Writer
-	// Handshaker gets the apps' cookies; nil answers from a warm cache.
-	Handshaker nodeproxy.Handshaker
 }
 
-// New builds the node proxy. Per-user limits are lifted, since the bench
-// drives up to 10,000 connections as one user.
-func New(o Options) (*nodeproxy.Proxy, error) {
-	keys, err := jwt.ParseJWKS(o.JWKS)
+// Proxy is a running node proxy.
+type Proxy struct {
+	*nodeproxyd.Daemon
+	keys *http.Server
+	done chan error
+}
+
+// Start assembles the node proxy and runs it until ctx ends; it returns
+// once the proxy serves (informers synced, keys fetched). Per-user limits
+// are lifted, since the bench drives up to 10,000 connections as one user,
+// and activity reports go nowhere (every hour).
+func Start(ctx context.Context, o Options) (*Proxy, error) {
+	keysLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("parse JWKS: %w", err)
+		return nil, fmt.Errorf("listen for the JWKS: %w", err)
 	}
-	ver, err := jwt.NewVerifier(jwt.VerifierOptions{Keys: keys, Issuer: Issuer, Audience: Audience, Leeway: 5 * time.Second})
+	keys := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(o.JWKS)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go keys.Serve(keysLn)
+
+	c := nodeproxyd.Defaults()
+	c.NodeName, c.Namespace, c.LogRoot = o.Name, Namespace, o.LogRoot
+	c.ListenAddr, c.OpsAddr, c.PeerPort = net.JoinHostPort(o.IP, "0"), "localhost:0", o.PeerPort
+	c.Issuer, c.Audience, c.JWKSURL = Issuer, Audience, "http://"+keysLn.Addr().String()+"/jwks"
+	c.AuthAPIURL, c.SATokenFile, c.ReportInterval = "http://127.0.0.1:1", "", time.Hour
+	c.CookieSecure, c.AllowInsecure, c.MaxInFlightPerUser = false, true, 1<<20
+	if err := c.Validate(); err != nil {
+		keys.Close()
+		return nil, fmt.Errorf("node proxy settings: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(cmp.Or[io.Writer](o.Log, io.Discard), nil))
+	d, err := nodeproxyd.Assemble(c, nodeproxyd.Deps{Logger: log, Sources: o.Sources})
 	if err != nil {
-		return nil, fmt.Errorf("build verifier: %w", err)
+		keys.Close()
+		return nil, err
 	}
-	reg := o.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	var hs nodeproxy.Handshaker = warmHandshake{}
-	if o.Handshaker != nil {
-		hs = o.Handshaker
-	}
-	p, err := nodeproxy.New(nodeproxy.Options{
-		NodeName: o.Name, Directory: o.Index, Verifier: ver, Handshaker: hs, Peers: o.Index,
-		AuthAPI: "http://127.0.0.1:1", PeerPort: o.PeerPort,
-		Activity: activity.New(activity.Options{}), Namespace: Namespace,
-		MaxInFlightPerUser: 1 << 20, Registerer: reg,
-		Logger:           slog.New(slog.NewJSONHandler(cmp.Or[io.Writer](o.Log, io.Discard), nil)),
-		AccessLogSummary: nodeproxyd.DefaultAccessLogSummary,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build node proxy: %w", err)
+	p := &Proxy{Daemon: d, keys: keys, done: make(chan error, 1)}
+	go func() { p.done <- d.Run(ctx) }()
+	if err := p.awaitReady(ctx); err != nil {
+		return nil, errors.Join(err, p.Wait())
 	}
 	return p, nil
 }
 
-// warmHandshake answers as a handshake cache that already holds the app's
-// cookie for the pod.
-type warmHandshake struct{}
-
-// Cookie returns the cached app cookie.
-func (warmHandshake) Cookie(context.Context, handshake.Target) (string, error) {
-	return "dsh-auth-bench=v", nil
+// awaitReady polls the proxy's /readyz until it passes or the proxy stops.
+func (p *Proxy) awaitReady(ctx context.Context) error {
+	url := "http://" + p.OpsAddr() + "/readyz"
+	for {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("node proxy stopped before it was ready: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
-// Refresh returns the cached app cookie.
-func (warmHandshake) Refresh(context.Context, handshake.Target, string) (string, error) {
-	return "dsh-auth-bench=v", nil
+// Wait waits for the proxy to stop once Start's context ends, and stops
+// serving the JWKS.
+func (p *Proxy) Wait() error {
+	err := <-p.done
+	p.done <- err
+	p.keys.Close()
+	return err
 }
-
-// warmHandshake stands in for *handshake.Handshaker.
-var _ nodeproxy.Handshaker = warmHandshake{}

@@ -7,6 +7,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -37,10 +38,11 @@ type Result struct {
 	// Pods counts the users the running Index routes to a pod on this
 	// node, read back from its cache.
 	Pods int `json:"pods"`
-	// Sync is from starting the informers until every one has synced.
+	// Sync is from starting the node proxy until it is ready (informers
+	// synced, keys fetched).
 	Sync time.Duration `json:"sync_ns"`
-	// BaseRSS is the process's RSS with a node proxy built and synced
-	// over empty caches; RSS once a second one's caches hold every
+	// BaseRSS is the process's RSS with a node proxy running over empty
+	// caches; RSS once a second one's caches hold every
 	// account and the fed lists are freed.
 	BaseRSS int64 `json:"base_rss"`
 	RSS     int64 `json:"rss"`
@@ -90,37 +92,29 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return r, err
 }
 
-// proxy is a running Index with a node proxy built on it.
+// proxy is a running node proxy and how long it took to be ready.
 type proxy struct {
+	*node.Proxy
 	idx  *informer.Index
 	sync time.Duration
-	done chan error
 }
 
-// wait waits for the Index to stop once Run's context ends.
-func (p *proxy) wait() { <-p.done }
+// wait waits for the proxy to stop once Run's context ends.
+func (p *proxy) wait() { p.Wait() }
 
-// start builds a node proxy over users fed accounts, runs its Index until
-// synced and frees the fed lists.
+// start runs a node proxy over users fed accounts until it is ready and
+// frees the fed lists.
 func start(ctx context.Context, o Options, nodes []feed.Node, users int) (*proxy, error) {
 	lists := feed.Build(feed.Options{
 		Namespace: node.Namespace, Users: users, User: userName, Nodes: nodes,
 		Place: func(i int) int { return i % len(nodes) }, Local: nodes[0].Name, PodIP: "10.0.0.10", PodPort: 3080,
 	})
-	idx, err := informer.New(lists.Informer(informer.Options{Namespace: node.Namespace, NodeName: nodes[0].Name}))
-	if err != nil {
-		return nil, fmt.Errorf("build index: %w", err)
-	}
-	if _, err := node.New(node.Options{Name: nodes[0].Name, Index: idx, JWKS: o.JWKS, PeerPort: 8080}); err != nil {
-		return nil, err
-	}
-	p := &proxy{idx: idx, done: make(chan error, 1)}
 	began := time.Now()
-	go func() { p.done <- idx.Run(ctx) }()
-	if err := idx.WaitForSync(ctx); err != nil {
-		return nil, fmt.Errorf("sync index: %w", err)
+	px, err := node.Start(ctx, node.Options{Name: nodes[0].Name, IP: "127.0.0.1", Sources: lists, JWKS: o.JWKS, PeerPort: 8080, LogRoot: os.TempDir()})
+	if err != nil {
+		return nil, fmt.Errorf("start node proxy: %w", err)
 	}
-	p.sync = time.Since(began)
+	p := &proxy{Proxy: px, idx: px.Index(), sync: time.Since(began)}
 	lists.Drop()
 	return p, nil
 }

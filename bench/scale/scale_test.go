@@ -3,12 +3,11 @@ package scale
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/sandgate/sandgate/bench/node"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestRunCountsCachedPods checks that the pods figure is what the running
 // Index holds for this node: 100 users round robin over 4 nodes.
