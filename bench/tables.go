@@ -73,8 +73,8 @@ func halfTable(b *strings.Builder, r *results, c config) {
 	row("traced", t.Run)
 	p("\nThe *traced* run is one more proxy run at the same rate, not among the rounds, with the proxy's execution trace "+
 		"recorded over its measured part (`%s`). How long the proxy's goroutines waited to run once runnable, from the trace "+
-		"(`go tool trace -pprof=sched`, then `go tool pprof -top`); time the kernel gave the proxy's thread to another process "+
-		"is not in it:\n\n```\n%s```\n", t.File, t.Sched)
+		"(`go tool trace -pprof=sched`, then `go tool pprof -top`); while the kernel gives the proxy's thread to another process, "+
+		"the goroutines queued behind the running one wait and count here:\n\n```\n%s```\n", t.File, t.Sched)
 }
 
 // pressure formats a CPU pressure share.
