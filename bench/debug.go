@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -14,6 +15,24 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// capture serves a recording of ?seconds=N: start writes it to the
+// response, stop ends it.
+func capture(start func(io.Writer) error, stop func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs <= 0 {
+			http.Error(w, "seconds must be a positive integer", http.StatusBadRequest)
+			return
+		}
+		if err := start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
+		stop()
+	}
+}
 
 // lineCounter counts the lines and bytes written to it and drops them.
 type lineCounter struct{ lines, bytes atomic.Int64 }
@@ -60,32 +79,8 @@ func serveDebug() (string, error) {
 			Goroutines: runtime.NumGoroutine(), HeapInuse: m.HeapInuse, StackInuse: m.StackInuse, Sys: m.Sys,
 		})
 	})
-	mux.HandleFunc("/profile", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
-		if err != nil || secs <= 0 {
-			http.Error(w, "seconds must be a positive integer", http.StatusBadRequest)
-			return
-		}
-		if err := pprof.StartCPUProfile(w); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		time.Sleep(time.Duration(secs) * time.Second)
-		pprof.StopCPUProfile()
-	})
-	mux.HandleFunc("/trace", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
-		if err != nil || secs <= 0 {
-			http.Error(w, "seconds must be a positive integer", http.StatusBadRequest)
-			return
-		}
-		if err := trace.Start(w); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-		time.Sleep(time.Duration(secs) * time.Second)
-		trace.Stop()
-	})
+	mux.HandleFunc("/profile", capture(pprof.StartCPUProfile, pprof.StopCPUProfile))
+	mux.HandleFunc("/trace", capture(trace.Start, trace.Stop))
 	mux.HandleFunc("/logs", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(logCount{Lines: proxyLog.lines.Load(), Bytes: proxyLog.bytes.Load()})
 	})
