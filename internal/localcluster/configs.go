@@ -50,6 +50,11 @@ state = "/run/containerd"
     [plugins.'io.containerd.cri.v1.runtime'.cni]
       bin_dirs = ['{{.CNIBin}}']
       conf_dir = '{{.Dir}}/config/cni'
+
+  # NRI's socket defaults to /var/run/nri/nri.sock on the host: two nodes'
+  # containerds starting together would remove and bind each other's.
+  [plugins.'io.containerd.nri.v1.nri']
+    socket_path = '/run/containerd/nri/nri.sock'
 `,
 	"cni/10-sandgate.conflist": `{
   "cniVersion": "1.0.0",
