@@ -12,7 +12,6 @@ import (
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/sandgate/sandgate/internal/account"
-	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
 // ErrRecreating reports a recreate of an account whose recreate is
@@ -27,10 +26,10 @@ const reservationTTL = 5 * time.Minute
 // reservations hold a user name while a recreate has deleted the user's
 // claim and not yet created the new one. A reservation is a Lease,
 // created before the delete and removed after the create. A signup checks
-// for it after creating its claim and, finding one, removes its claim
-// again: the API server orders the Lease's creation before the old
-// claim's deletion, and that before any other claim of the name, so the
-// signup's read cannot miss it.
+// for it before creating its claim, and again after, removing its claim
+// if it finds one then: the API server orders the Lease's creation before
+// the old claim's deletion, and that before any other claim of the name,
+// so the second read cannot miss it.
 type reservations struct {
 	leases coordinationclient.LeaseInterface
 	prefix string
@@ -98,20 +97,21 @@ func (r *reservations) remove(ctx context.Context, l *coordinationv1.Lease) erro
 	return nil
 }
 
-// check reports whether claim, just created by a signup, took a name that
-// a recreate holds: ErrExists when a reservation up to reservationTTL
-// older than the claim exists (both times are the API server's). A
-// failed read counts as held, so a signup never keeps a name it could not
-// check.
-func (r *reservations) check(ctx context.Context, claim *extensions.SandboxClaim) error {
-	user := claim.Labels[account.LabelUser]
+// check reports ErrExists when a recreate holds user's name at the time
+// at: a reservation created less than reservationTTL before it. A signup
+// checks twice: before it creates its claim, at this replica's clock, so
+// that a run of signups cannot keep a recreate's create failing; and after,
+// at the claim's creation time, where both times are the API server's and
+// the check cannot miss a reservation. A failed read counts as held, so a
+// signup never keeps a name it could not check.
+func (r *reservations) check(ctx context.Context, user string, at time.Time) error {
 	l, err := r.leases.Get(ctx, r.name(user), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
 		return fmt.Errorf("signup %s: read reservation: %w: %w", user, ErrUnavailable, err)
-	case claim.CreationTimestamp.Sub(l.CreationTimestamp.Time) >= reservationTTL:
+	case at.Sub(l.CreationTimestamp.Time) >= reservationTTL:
 		return nil
 	}
 	return fmt.Errorf("signup %s: the name is reserved by a recreate of its account: %w", user, ErrExists)

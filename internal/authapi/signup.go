@@ -34,6 +34,11 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 	}
 	token := newBearerToken()
 	a := account.Account{User: user, TokenHash: account.HashToken(token), Epoch: account.FirstEpoch}
+	if err := s.reserved.check(r.Context(), user, s.opts.Now()); err != nil {
+		s.opts.Metrics.Signups.WithLabelValues("exists").Inc()
+		s.fail(w, r, err)
+		return
+	}
 	claim, err := s.claims.create(r.Context(), user, a.TokenHash, a.Epoch)
 	if err != nil {
 		outcome := "rejected"
@@ -44,7 +49,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.reserved.check(r.Context(), claim); err != nil {
+	if err := s.reserved.check(r.Context(), user, claim.CreationTimestamp.Time); err != nil {
 		s.opts.Metrics.Signups.WithLabelValues("exists").Inc()
 		if rerr := s.claims.remove(context.WithoutCancel(r.Context()), claim); rerr != nil {
 			s.log.Warn("signup: remove a claim taken during a recreate", "user", user, "error", rerr)
