@@ -21,6 +21,8 @@ GOFLAGS_TEST ?= -race
 # target with a bare "context deadline exceeded" at the end of a -fuzztime
 # duration on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME     ?= 10000x
+# How many make test runs in a row test-under-load wants.
+RUNS         ?= 5
 KUBE_LDFLAGS := -s -w \
   -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
   -X k8s.io/component-base/version.gitMajor=1 \
@@ -271,6 +273,10 @@ test: controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint
 	@$(MAKE) --no-print-directory bench-smoke
 	@echo ">> the journey on a real two-node cluster deployed from manifests/"
 	@$(MAKE) --no-print-directory e2e-cluster
+
+.PHONY: test-under-load
+test-under-load: ## make test RUNS times in a row (default 5) with a busy loop on every core; stops at the first failure (hours)
+	RUNS=$(RUNS) bash .ci/under-load
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each

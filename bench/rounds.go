@@ -1,28 +1,16 @@
 package main
 
 import (
-	"slices"
 	"time"
+
+	"github.com/sandgate/sandgate/bench/load"
 )
 
 // spread is a figure's median over rounds and its range.
-type spread struct {
-	Med, Min, Max float64
-}
+type spread load.Spread
 
 // spreadOf summarises one figure's value in each round.
-func spreadOf(xs []float64) spread {
-	if len(xs) == 0 {
-		return spread{}
-	}
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return spread{Med: med, Min: s[0], Max: s[n-1]}
-}
+func spreadOf(xs []float64) spread { return spread(load.SpreadOf(xs)) }
 
 // rounds are every round of one cell.
 type rounds []httpRun

@@ -15,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandgate/sandgate/internal/account"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testkit"
@@ -37,14 +35,8 @@ const authapiPolicy = "sandgate-authapi-writes"
 // template to a privileged container.
 func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 	applyAuthAPIAdmission(t)
-	admin, err := sandboxapi.NewForConfig(testkit.ControlPlane(t).AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	authapi, err := sandboxapi.NewForConfig(asAuthAPI(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, admin := testkit.Clients(t, testkit.ControlPlane(t).AdminConfig())
+	_, authapi := testkit.Clients(t, asAuthAPI(t))
 	ctx := t.Context()
 	sandboxes, claims := authapi.Sandboxes(sandboxNamespace), authapi.SandboxClaims(sandboxNamespace)
 	adminSandboxes, adminClaims := admin.Sandboxes(sandboxNamespace), admin.SandboxClaims(sandboxNamespace)
@@ -287,14 +279,8 @@ const podDeletesPolicy = "sandgate-authapi-pod-deletes"
 // owner and one without the user label are refused.
 func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 	applyAuthAPIAdmission(t)
-	admin, err := kubernetes.NewForConfig(testkit.ControlPlane(t).AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	authapi, err := kubernetes.NewForConfig(asAuthAPI(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, _ := testkit.Clients(t, testkit.ControlPlane(t).AdminConfig())
+	authapi, _ := testkit.Clients(t, asAuthAPI(t))
 	ctx := t.Context()
 	sandboxOwner := metav1.OwnerReference{APIVersion: agents.GroupVersion.String(), Kind: "Sandbox", Name: "sb", UID: "uid-sb", Controller: ptr.To(true)}
 	userLabel := map[string]string{account.PodLabelUser: "bob"}

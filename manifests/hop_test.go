@@ -23,16 +23,24 @@ const nodeproxyDefaultListenAddr = ":8080"
 // port with that hostPort, or the host network. Without it every such
 // request is refused and answered 502, which no test on loopback shows.
 func TestCrossNodeHopPortReachable(t *testing.T) {
+	eachNodeproxy(t, func(t *testing.T, ds *appsv1.DaemonSet, objs []*unstructured.Unstructured) {
+		if err := hopReachable(ds, objs); err != "" {
+			t.Errorf("DaemonSet %s: %s", ds.Name, err)
+		}
+	})
+}
+
+// eachNodeproxy runs check on every node proxy DaemonSet of every
+// kustomization, with the objects it renders with, in a subtest named for
+// the kustomization; it fails if no kustomization deploys a node proxy.
+func eachNodeproxy(t *testing.T, check func(t *testing.T, ds *appsv1.DaemonSet, objs []*unstructured.Unstructured)) {
+	t.Helper()
 	variants := 0
 	for _, dir := range kustomizationDirs(t) {
 		objs := build(t, dir)
 		for _, ds := range nodeproxyDaemonSets(t, objs) {
 			variants++
-			t.Run(dir, func(t *testing.T) {
-				if err := hopReachable(ds, objs); err != "" {
-					t.Errorf("DaemonSet %s: %s", ds.Name, err)
-				}
-			})
+			t.Run(dir, func(t *testing.T) { check(t, ds, objs) })
 		}
 	}
 	if variants == 0 {

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestHopKeyRequired: in every variant that deploys node proxies, the
@@ -14,26 +16,16 @@ import (
 // runs trusting hops by source address (which, with hostNetwork, anything
 // on a node's address could claim).
 func TestHopKeyRequired(t *testing.T) {
-	variants := 0
-	for _, dir := range kustomizationDirs(t) {
-		objs := build(t, dir)
-		for _, ds := range nodeproxyDaemonSets(t, objs) {
-			variants++
-			t.Run(dir, func(t *testing.T) {
-				c := nodeproxyContainer(ds)
-				file := containerSettings(c, objs)["HOP_KEY_FILE"]
-				if file == "" {
-					t.Fatalf("DaemonSet %s: HOP_KEY_FILE is not set", ds.Name)
-				}
-				if err := hopKeyMounted(c, ds.Spec.Template.Spec.Volumes, file); err != "" {
-					t.Errorf("DaemonSet %s: %s", ds.Name, err)
-				}
-			})
+	eachNodeproxy(t, func(t *testing.T, ds *appsv1.DaemonSet, objs []*unstructured.Unstructured) {
+		c := nodeproxyContainer(ds)
+		file := containerSettings(c, objs)["HOP_KEY_FILE"]
+		if file == "" {
+			t.Fatalf("DaemonSet %s: HOP_KEY_FILE is not set", ds.Name)
 		}
-	}
-	if variants == 0 {
-		t.Fatal("no kustomization deploys a node proxy")
-	}
+		if err := hopKeyMounted(c, ds.Spec.Template.Spec.Volumes, file); err != "" {
+			t.Errorf("DaemonSet %s: %s", ds.Name, err)
+		}
+	})
 }
 
 // hopKeyMounted explains why file is not the hop.key of a required

@@ -7,19 +7,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
-	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// fasthttp's client cleaners sleep a second before they notice
-		// there is nothing left to clean; its server's date updater is
-		// process-wide and never exits.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestStripUser(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
-	"slices"
 	"time"
 
 	"github.com/sandgate/sandgate/bench/load"
@@ -193,32 +192,17 @@ type figures struct {
 	firstDirect, firstEgress []time.Duration
 }
 
-// spread is a figure's median over rounds and its range.
-type spread struct{ med, min, max float64 }
-
-func spreadOf(xs []float64) spread {
-	if len(xs) == 0 {
-		return spread{}
-	}
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	med := s[n/2]
-	if n%2 == 0 {
-		med = (s[n/2-1] + s[n/2]) / 2
-	}
-	return spread{med: med, min: s[0], max: s[n-1]}
+// µs prints a spread of nanoseconds in microseconds.
+func µs(s load.Spread) string {
+	return fmt.Sprintf("%8.1f µs  [%.1f-%.1f]", s.Med/1e3, s.Min/1e3, s.Max/1e3)
 }
 
-func (s spread) µs() string {
-	return fmt.Sprintf("%8.1f µs  [%.1f-%.1f]", s.med/1e3, s.min/1e3, s.max/1e3)
-}
-
-func of[T any](xs []T, f func(T) float64) spread {
+func of[T any](xs []T, f func(T) float64) load.Spread {
 	v := make([]float64, len(xs))
 	for i, x := range xs {
 		v[i] = f(x)
 	}
-	return spreadOf(v)
+	return load.SpreadOf(v)
 }
 
 func (f figures) print(w io.Writer, o options) {
@@ -236,10 +220,10 @@ func (f figures) print(w io.Writer, o options) {
 	ns := func(d time.Duration) float64 { return float64(d) }
 	fmt.Fprintf(w, "egress bench: %d rounds, %d connections at %.0f req/s (0: closed loop) for %v each, %d streamed completions per round (median [min-max] over rounds)\n",
 		o.Rounds, o.Conns, o.Rate, o.Duration, o.Streams)
-	fmt.Fprintf(w, "  direct  p50 %s  p99 %s  %8.0f req/s\n", of(f.direct, p50).µs(), of(f.direct, p99).µs(), of(f.direct, rps).med)
-	fmt.Fprintf(w, "  egress  p50 %s  p99 %s  %8.0f req/s\n", of(f.egress, p50).µs(), of(f.egress, p99).µs(), of(f.egress, rps).med)
-	fmt.Fprintf(w, "  added p50 latency          %s\n", spreadOf(added).µs())
-	fmt.Fprintf(w, "  first token direct         %s\n", of(f.firstDirect, ns).µs())
-	fmt.Fprintf(w, "  first token via egress     %s\n", of(f.firstEgress, ns).µs())
-	fmt.Fprintf(w, "  added first-token delay    %s\n", spreadOf(firstAdded).µs())
+	fmt.Fprintf(w, "  direct  p50 %s  p99 %s  %8.0f req/s\n", µs(of(f.direct, p50)), µs(of(f.direct, p99)), of(f.direct, rps).Med)
+	fmt.Fprintf(w, "  egress  p50 %s  p99 %s  %8.0f req/s\n", µs(of(f.egress, p50)), µs(of(f.egress, p99)), of(f.egress, rps).Med)
+	fmt.Fprintf(w, "  added p50 latency          %s\n", µs(load.SpreadOf(added)))
+	fmt.Fprintf(w, "  first token direct         %s\n", µs(of(f.firstDirect, ns)))
+	fmt.Fprintf(w, "  first token via egress     %s\n", µs(of(f.firstEgress, ns)))
+	fmt.Fprintf(w, "  added first-token delay    %s\n", µs(load.SpreadOf(firstAdded)))
 }

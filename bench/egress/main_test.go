@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
-	"github.com/sandgate/sandgate/internal/clustertest"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, clustertest.LeakOptions()...) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestSmokeShape: one short round prints every figure.
 func TestSmokeShape(t *testing.T) {

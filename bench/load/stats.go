@@ -27,3 +27,22 @@ func Summarise(samples []time.Duration) Latency {
 	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
 	return Latency{N: len(s), P50: at(0.50), P99: at(0.99), Max: s[len(s)-1]}
 }
+
+// Spread is a figure's median over rounds and its range.
+type Spread struct {
+	Med, Min, Max float64
+}
+
+// SpreadOf summarises one figure's value in each round. It sorts a copy.
+func SpreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return Spread{Med: med, Min: s[0], Max: s[n-1]}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sandgate/sandgate/bench/feed"
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/httpprobe"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/nodeproxyd"
 )
@@ -130,14 +131,11 @@ func Start(ctx context.Context, o Options) (*Proxy, error) {
 
 // awaitReady polls the proxy's /readyz until it passes or the proxy stops.
 func (p *Proxy) awaitReady(ctx context.Context) error {
-	url := "http://" + p.OpsAddr() + "/readyz"
-	for {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.OpsAddr()+"/readyz", nil)
+	if err != nil {
+		return fmt.Errorf("build readiness probe: %w", err)
+	}
+	for httpprobe.OK(http.DefaultClient, req) != nil {
 		select {
 		case err := <-p.done:
 			p.done <- err
@@ -147,6 +145,7 @@ func (p *Proxy) awaitReady(ctx context.Context) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // Wait waits for the proxy to stop once Start's context ends, and stops

@@ -8,21 +8,12 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
-	"go.uber.org/goleak"
 
 	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// fasthttp's client cleaners sleep a second before they notice
-		// there is nothing left to clean; its server's date updater is
-		// process-wide and never exits.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // TestHandshakerFindsToken writes a pod's log and checks that the real
 // handshaker reads the launch token from it and trades it for the cookie.

@@ -13,9 +13,7 @@ import (
 )
 
 func TestInspectVerdicts(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	e, in := warmStart(t)
 	token, ck := in.signupJSON(t, "alice")
 	second := in.login(t, token)
 	ring := e.ringOf(t)

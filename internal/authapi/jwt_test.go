@@ -68,7 +68,7 @@ func TestRejectedTokenVariants(t *testing.T) {
 	clock := testkit.NewOffsetClock()
 	in := e.start(t, func(o *Options) { o.Now = clock.Now })
 	_, ck := in.signupJSON(t, "alice")
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 	if err := pv.accepts(ck.Value); err != nil {
 		t.Fatalf("good cookie refused: %v", err)
 	}

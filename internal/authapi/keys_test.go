@@ -139,7 +139,7 @@ func TestRotationLogsNobodyOut(t *testing.T) {
 	b := e.start(t, edit) // a second replica rotates too; they must not fight
 	replicas := []*instance{a, b}
 	_, ck := a.signupJSON(t, "alice")
-	pv := e.proxyViewAt(t, b.http.URL+"/.well-known/jwks.json", clock.Now)
+	pv := e.proxyViewAt(t, b, clock.Now)
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}
 
 	tok := ck.Value
@@ -204,8 +204,8 @@ func TestTwoReplicasShareSessionsAndSurviveRestarts(t *testing.T) {
 	token, fromA := a.signupJSON(t, "alice")
 	fromB := b.login(t, token)
 
-	pvA := e.proxyView(t, a.http.URL+"/.well-known/jwks.json")
-	pvB := e.proxyView(t, b.http.URL+"/.well-known/jwks.json")
+	pvA := e.proxyView(t, a)
+	pvB := e.proxyView(t, b)
 	for name, ck := range map[string]*http.Cookie{"from A": fromA, "from B": fromB} {
 		for pvName, pv := range map[string]*proxyView{"A's JWKS": pvA, "B's JWKS": pvB} {
 			if err := pv.accepts(ck.Value); err != nil {
@@ -238,7 +238,7 @@ func TestTwoReplicasShareSessionsAndSurviveRestarts(t *testing.T) {
 	if !signedIn(a2, fromA2) {
 		t.Error("A refuses its own cookie once B is gone")
 	}
-	pvA2 := e.proxyView(t, a2.http.URL+"/.well-known/jwks.json")
+	pvA2 := e.proxyView(t, a2)
 	for name, ck := range map[string]*http.Cookie{"A": fromA, "B": fromB, "B2": fromB2, "A2": fromA2} {
 		if err := pvA2.accepts(ck.Value); err != nil {
 			t.Errorf("cookie %s refused after both restarts: %v", name, err)

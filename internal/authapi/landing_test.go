@@ -108,9 +108,7 @@ func TestLandingPageShowsSandboxState(t *testing.T) {
 }
 
 func TestConfirmationPages(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	_, in := warmStart(t)
 	_, ck := in.signupJSON(t, "alice")
 	resp, page := in.do(t, req{method: "GET", path: "/recreate", cookies: []*http.Cookie{ck}})
 	checkPage(t, resp, page)

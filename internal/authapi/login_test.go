@@ -11,11 +11,9 @@ import (
 )
 
 func TestLoginVariants(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	e, in := warmStart(t)
 	token, _ := in.signupJSON(t, "alice")
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 
 	cases := []struct {
 		name string
@@ -60,9 +58,7 @@ func TestLoginVariants(t *testing.T) {
 // token and a token alone that opens nothing get byte-identical answers,
 // and each does exactly one constant-time comparison.
 func TestLoginDoesNotEnumerate(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	_, in := warmStart(t)
 	in.signupJSON(t, "alice")
 	var compares atomic.Int64
 	in.srv.onCompare = func() { compares.Add(1) }
@@ -125,9 +121,7 @@ func answer(resp *http.Response, body string) string {
 }
 
 func TestLoginRefusesCrossOriginForms(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	_, in := warmStart(t)
 	token, _ := in.signupJSON(t, "alice")
 	resp, _ := in.do(t, req{method: "POST", path: "/login", form: url.Values{"user": {"alice"}, "token": {token}},
 		header: map[string]string{"Origin": "https://evil.example"}})

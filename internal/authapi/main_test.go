@@ -224,6 +224,15 @@ func (e *env) runCluster(t *testing.T, spares int32, delays controller.Delays) {
 // once.
 func (e *env) warm(t *testing.T) { e.runCluster(t, 2, controller.Delays{}) }
 
+// warmStart is the usual set-up: a namespace with a warm pool and one
+// replica on the test defaults.
+func warmStart(t *testing.T) (*env, *instance) {
+	t.Helper()
+	e := newEnv(t)
+	e.warm(t)
+	return e, e.start(t, nil)
+}
+
 // proxyView is what a node proxy sees: the JWKS (fetched over HTTP, no
 // other key material) and its own claim informer. accepts applies the
 // node proxy's rule with account.FromClaim and SessionValid.
@@ -234,14 +243,17 @@ type proxyView struct {
 	ns       string
 }
 
-func (e *env) proxyView(t *testing.T, jwksURL string) *proxyView {
+// proxyView builds the view of a node proxy that fetches the JWKS of
+// replica in.
+func (e *env) proxyView(t *testing.T, in *instance) *proxyView {
 	t.Helper()
-	return e.proxyViewAt(t, jwksURL, time.Now)
+	return e.proxyViewAt(t, in, time.Now)
 }
 
 // proxyViewAt is proxyView on the clock now.
-func (e *env) proxyViewAt(t *testing.T, jwksURL string, now func() time.Time) *proxyView {
+func (e *env) proxyViewAt(t *testing.T, in *instance, now func() time.Time) *proxyView {
 	t.Helper()
+	jwksURL := in.http.URL + "/.well-known/jwks.json"
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() {

@@ -21,25 +21,17 @@ func TestLogoutEverywhere(t *testing.T) {
 	e := newEnv(t)
 	in, token, first, second := e.aliceTwice(t)
 	_, bob := in.signupJSON(t, "bob")
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 	before, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	for _, tc := range []struct {
-		name string
-		rq   req
-		code int
-	}{
+	in.refuses(t, []refusal{
 		{"anonymous", req{method: "POST", path: "/users/alice/logout"}, http.StatusUnauthorized},
 		{"cookie without origin", req{method: "POST", path: "/users/alice/logout", cookies: []*http.Cookie{first}}, http.StatusForbidden},
 		{"another user", req{method: "POST", path: "/users/alice/logout", cookies: []*http.Cookie{bob}, header: in.origin()}, http.StatusForbidden},
-	} {
-		if resp, body := in.do(t, tc.rq); resp.StatusCode != tc.code {
-			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.code)
-		}
-	}
+	})
 	if err := pv.accepts(first.Value); err != nil {
 		t.Fatalf("a refused sign-out ended a session: %v", err)
 	}
@@ -75,9 +67,7 @@ func TestLogoutEverywhere(t *testing.T) {
 // leads on (sign in, one's own agent, the start page, trying again); a
 // JSON client keeps the JSON body and a plain client the plain 404.
 func TestErrorPagesLinkTheNextStep(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	_, in := warmStart(t)
 	_, bob := in.signupJSON(t, "bob")
 	html := map[string]string{"Accept": "text/html"}
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testkit"
 )
 
@@ -42,6 +43,36 @@ func TestSignupRefusesANameAReservationHolds(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 	in.signupJSON(t, "bob")
+}
+
+// TestReservationCheck is the rule a signup's claim is checked by after
+// its create, at the claim's creation time: a reservation younger than
+// reservationTTL then holds the name, an older one or none does not.
+func TestReservationCheck(t *testing.T) {
+	e, in := warmStart(t)
+	lease, err := e.kube.CoordinationV1().Leases(e.ns).Create(t.Context(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: in.srv.reserved.name("alice")}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := lease.CreationTimestamp.Time
+	for _, tt := range []struct {
+		name string
+		user string
+		at   time.Time
+		held bool
+	}{
+		{"a claim made as the reservation was", "alice", made, true},
+		{"a claim made just inside the reservation's life", "alice", made.Add(reservationTTL - time.Second), true},
+		{"a claim made once the reservation expired", "alice", made.Add(reservationTTL), false},
+		{"another name", "bob", made, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := in.srv.reserved.check(t.Context(), tt.user, tt.at)
+			if held := errors.Is(err, ErrExists); held != tt.held || (err != nil && !held) {
+				t.Errorf("check(%s, %v): %v, want held %v", tt.user, tt.at, err, tt.held)
+			}
+		})
+	}
 }
 
 // TestRecreateHoldsTheNameAgainstSignups recreates alice's account while
@@ -78,10 +109,16 @@ func TestRecreateHoldsTheNameAgainstSignups(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- result{resp.StatusCode, string(b)}
 	}()
-	testkit.Eventually(t, "recreate deleting the old claim", func() bool {
-		c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
-		return err == nil && c.DeletionTimestamp != nil
-	})
+	// The other replica's cache is where it reads accounts from: until the
+	// deletion reaches it, the old token still authenticates there and the
+	// reservation alone refuses the second recreate (409).
+	seen, cancel := context.WithTimeout(t.Context(), testkit.Timeout)
+	defer cancel()
+	if _, ok := other.srv.claims.wait(seen, "dsh-alice", func(c *extensions.SandboxClaim) bool {
+		return c != nil && c.DeletionTimestamp != nil
+	}); !ok {
+		t.Fatal("the other replica never saw the recreate deleting the old claim")
+	}
 	if _, err := e.kube.CoordinationV1().Leases(e.ns).Get(t.Context(), in.srv.reserved.name("alice"), metav1.GetOptions{}); err != nil {
 		t.Fatalf("no reservation while the old claim is being deleted: %v", err)
 	}

@@ -35,6 +35,23 @@ func (e *env) aliceTwice(t *testing.T) (in *instance, token string, first, secon
 	return in, token, first, in.login(t, token)
 }
 
+// refusal is a request a replica must turn away with code.
+type refusal struct {
+	name string
+	rq   req
+	code int
+}
+
+// refuses sends each request to in and checks that it is answered its code.
+func (in *instance) refuses(t *testing.T, refusals []refusal) {
+	t.Helper()
+	for _, r := range refusals {
+		if resp, body := in.do(t, r.rq); resp.StatusCode != r.code {
+			t.Errorf("%s: %d %s, want %d", r.name, resp.StatusCode, body, r.code)
+		}
+	}
+}
+
 // refuses waits until the node proxy view has seen the claim of ck's user
 // as the API server holds it now, then checks that the view refuses ck.
 func (p *proxyView) refuses(t *testing.T, name string, ck *http.Cookie) {
@@ -72,7 +89,7 @@ func (p *proxyView) refuses(t *testing.T, name string, ck *http.Cookie) {
 func TestLogoutEndsThatSessionOnly(t *testing.T) {
 	e := newEnv(t)
 	in, _, first, second := e.aliceTwice(t)
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 	for _, ck := range []*http.Cookie{first, second} {
 		if err := pv.accepts(ck.Value); err != nil {
 			t.Fatalf("session refused before logout: %v", err)
@@ -141,7 +158,7 @@ func TestLogoutEndsThatSessionOnly(t *testing.T) {
 func TestRecreateEndsEverySessionAndReplacesTheToken(t *testing.T) {
 	e := newEnv(t)
 	in, token, first, second := e.aliceTwice(t)
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 	old, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -195,30 +212,19 @@ func TestRecreateEndsEverySessionAndReplacesTheToken(t *testing.T) {
 }
 
 func TestDeleteEndsEverySessionForGood(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	e, in := warmStart(t)
 	token, ck := in.signupJSON(t, "alice")
 	_, bobCookie := in.signupJSON(t, "bob")
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 
-	refusals := []struct {
-		name string
-		rq   req
-		code int
-	}{
+	in.refuses(t, []refusal{
 		{"anonymous", req{method: "DELETE", path: "/users/alice"}, 401},
 		{"no origin", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{ck}}, 403},
 		{"cross origin", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{ck}, header: map[string]string{"Origin": "https://evil.example"}}, 403},
 		{"another user", req{method: "DELETE", path: "/users/alice", cookies: []*http.Cookie{bobCookie}, header: in.origin()}, 403},
 		{"wrong token", req{method: "DELETE", path: "/users/alice", header: map[string]string{"Authorization": "Bearer " + newBearerToken()}}, 401},
 		{"form unconfirmed", req{method: "POST", path: "/users/alice/delete", form: url.Values{"confirm": {"alic"}}, cookies: []*http.Cookie{ck}, header: in.origin()}, 400},
-	}
-	for _, tc := range refusals {
-		if resp, body := in.do(t, tc.rq); resp.StatusCode != tc.code {
-			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.code)
-		}
-	}
+	})
 	if _, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a refused delete removed the claim: %v", err)
 	}

@@ -22,15 +22,13 @@ import (
 // opens nothing of the new account, on a node proxy or on the auth API;
 // the newcomer's sessions, from any replica, stay valid.
 func TestClockSkewedReplicasCannotResurrectSessions(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	e, in := warmStart(t)
 	skewed := func(d time.Duration) func(*Options) {
 		return func(o *Options) { o.Now = func() time.Time { return time.Now().Add(d) } }
 	}
 	ahead := e.start(t, skewed(time.Hour))
 	behind := e.start(t, skewed(-time.Hour))
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 
 	token, _ := ahead.signupJSON(t, "alice")
 	old := in.login(t, token)

@@ -72,7 +72,7 @@ func TestSignupJSONCreatesTheAccountClaim(t *testing.T) {
 	}
 
 	// The cookie is accepted by a verifier that knows only the JWKS.
-	pv := e.proxyView(t, in.http.URL+"/.well-known/jwks.json")
+	pv := e.proxyView(t, in)
 	if err := pv.accepts(ck.Value); err != nil {
 		t.Errorf("node proxy view refuses the signup cookie: %v", err)
 	}
@@ -110,9 +110,7 @@ func TestSignupJSONWhileWakingIs202(t *testing.T) {
 // no cookie carries the token and the landing page never shows it, so an
 // agent's script on the same origin (path routing) cannot fetch it.
 func TestSignupFormShowsTheTokenOnlyInItsOwnResponse(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	in := e.start(t, nil)
+	e, in := warmStart(t)
 	resp, page := in.do(t, req{method: "POST", path: "/users", form: url.Values{"user": {"carol"}}, header: in.origin()})
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Cache-Control") != "no-store" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("form signup: %d %v", resp.StatusCode, resp.Header)

@@ -42,6 +42,9 @@ type Deps struct {
 	// SweepApart leaves the sweeper out of Run, for a test that runs
 	// Sweeper() itself only while it wants agents suspended.
 	SweepApart bool
+	// Now is the server's clock (sessions, entry codes, signing keys, rate
+	// limits; not the sweeper's idle timers); nil is time.Now.
+	Now func() time.Time
 }
 
 // Registry is where metrics are registered and gathered from.
@@ -65,9 +68,8 @@ type Daemon struct {
 
 // served is one listener and the server for it.
 type served struct {
-	addr string
-	ln   net.Listener
-	srv  *http.Server
+	ln  net.Listener
+	srv *http.Server
 }
 
 // Assemble turns c, which Validate has accepted, into the auth API's
@@ -146,7 +148,7 @@ func (d *Daemon) assemble(deps Deps) error {
 		TokenReviewCacheTTL: c.TokenReviewCacheTTL, Activity: d.sweeper,
 		SignupBudget: c.SignupBudget, InternalReviewLimit: c.InternalReviewLimit, InternalReviewBudget: c.InternalReviewBudget,
 		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, OriginCookieName: c.OriginCookieName,
-		EntryCodeTTL: c.EntryCodeTTL,
+		EntryCodeTTL: c.EntryCodeTTL, Now: deps.Now,
 	}); err != nil {
 		return err
 	}
@@ -168,7 +170,7 @@ func (d *Daemon) httpServers() []served {
 	handlers[c.ListenAddr] = public
 	out := make([]served, 0, len(handlers))
 	for addr, h := range handlers {
-		out = append(out, served{addr: addr, ln: d.lns[addr], srv: &http.Server{
+		out = append(out, served{ln: d.lns[addr], srv: &http.Server{
 			Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 			WriteTimeout: c.WakeTimeout + time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 			ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),

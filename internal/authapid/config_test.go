@@ -5,12 +5,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
-func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-
 func TestEnvironmentThenFlags(t *testing.T) {
-	c, err := Load([]string{"--namespace", "from-flag", "--wake-timeout=2m"}, env(map[string]string{
+	c, err := Load([]string{"--namespace", "from-flag", "--wake-timeout=2m"}, testkit.Env(map[string]string{
 		"NAMESPACE": "from-env", "WAKE_TIMEOUT": "30", "COOKIE_MAX_AGE": "3600", "AUTH_RATE_WINDOW": "1.5",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1",
 	}), io.Discard)
@@ -31,11 +31,11 @@ func TestEnvironmentThenFlags(t *testing.T) {
 }
 
 func TestInsecureCookiesNeedTheDemoSwitch(t *testing.T) {
-	c, _ := Load(nil, env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
+	c, _ := Load(nil, testkit.Env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "ALLOW_INSECURE_COOKIES") {
 		t.Errorf("COOKIE_SECURE=false alone: %v", err)
 	}
-	c, _ = Load([]string{"--allow-insecure-cookies"}, env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
+	c, _ = Load([]string{"--allow-insecure-cookies"}, testkit.Env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
 	if err := c.Validate(); err != nil {
 		t.Errorf("with the switch: %v", err)
 	}

@@ -3,10 +3,10 @@ package authapid
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sandgate/sandgate/internal/httpserve"
 )
 
 // Run serves until ctx ends, then shuts down gracefully: readiness drops,
@@ -17,12 +17,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for _, s := range d.servers {
 		d.log.Info("listening", "addr", s.ln.Addr().String())
-		g.Go(func() error {
-			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("serve %s: %w", s.addr, err)
-			}
-			return nil
-		})
+		g.Go(func() error { return httpserve.Serve(gctx, s.srv, s.ln, d.cfg.ShutdownTimeout) })
 	}
 	if !d.sweepApart {
 		g.Go(func() error { return d.sweeper.Run(gctx) })
@@ -31,13 +26,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	g.Go(func() error {
 		<-gctx.Done()
 		d.log.Info("shutting down", "timeout_ms", d.cfg.ShutdownTimeout.Milliseconds())
-		sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
-		defer cancel()
-		var errs []error
-		for _, s := range d.servers {
-			errs = append(errs, s.srv.Shutdown(sctx))
-		}
-		return errors.Join(errs...)
+		return nil
 	})
 	err := g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -280,22 +280,8 @@ func (p *platform) authRequests(route string, status int) int {
 func (p *platform) renewals() float64 {
 	var sum float64
 	for _, n := range p.nodes {
-		mfs, err := n.reg.Gather()
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() != "sandgate_nodeproxy_renewals_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "result" && l.GetValue() == "ok" {
-						sum += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
+		ok, _ := testkit.Gathered(p.t, n.reg, "sandgate_nodeproxy_renewals_total", map[string]string{"result": "ok"})
+		sum += ok
 	}
 	return sum
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clusterinstall"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // partOf labels every object sandgate ships, kustomize and chart alike.
@@ -60,7 +61,7 @@ func (j *journey) helmLifecycle() {
 	}
 
 	j.helm(5*time.Minute, "uninstall", helmRelease, "--wait", "--timeout=280s")
-	j.poll(3*time.Minute, "sandgate's namespaces to be gone after helm uninstall", func() bool {
+	testkit.Within(j.t, 3*time.Minute, "sandgate's namespaces to be gone after helm uninstall", func() bool {
 		out, err := j.kubectl("get", "namespaces", clusterinstall.SandboxNamespace, clusterinstall.NodeProxyNamespace, "--ignore-not-found", "-o", "name")
 		return err == nil && out == ""
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clusterinstall"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // The journey's idle timings: short enough to watch a suspend, and the
@@ -109,7 +110,7 @@ func TestJourney(t *testing.T) {
 	j.expect(resp, body, http.StatusNoContent, "logout")
 	loggedOut := time.Now()
 	for _, i := range []int{pod, other} {
-		j.poll(30*time.Second, "the logged-out cookie refused on "+e.Nodes[i], func() bool {
+		testkit.Within(j.t, 30*time.Second, "the logged-out cookie refused on "+e.Nodes[i], func() bool {
 			resp, _ := j.do(i, http.MethodGet, "/u/alice/api/messages", "", a.api(j, i, ""))
 			return resp.StatusCode == http.StatusUnauthorized
 		})
@@ -223,7 +224,7 @@ func (j *journey) entryAcceptsAgain(i int) {
 		j.t.Fatal(err)
 	}
 	start := time.Now()
-	j.poll(60*time.Second, "the entry of "+j.e.Nodes[i]+" to accept connections", func() bool {
+	testkit.Within(j.t, 60*time.Second, "the entry of "+j.e.Nodes[i]+" to accept connections", func() bool {
 		c, err := net.DialTimeout("tcp", u.Host, time.Second)
 		if err == nil {
 			c.Close()

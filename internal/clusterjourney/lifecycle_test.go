@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clusterinstall"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // sandboxMode is the Sandbox's operatingMode ("" counts as Running).
@@ -21,7 +22,7 @@ func (j *journey) sandboxMode(a account) string {
 // pod is gone.
 func (j *journey) waitSuspended(a account, timeout time.Duration) {
 	j.t.Helper()
-	j.poll(timeout, "the sandbox suspended and its pod gone", func() bool {
+	testkit.Within(j.t, timeout, "the sandbox suspended and its pod gone", func() bool {
 		if j.sandboxMode(a) != "Suspended" {
 			return false
 		}
@@ -63,7 +64,7 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 		}
 		time.Sleep(reportInterval)
 	}
-	j.poll(2*time.Minute, "another replica holding the lease", func() bool {
+	testkit.Within(j.t, 2*time.Minute, "another replica holding the lease", func() bool {
 		h := lease()
 		return h != "" && h != leader
 	})
@@ -74,20 +75,8 @@ func (j *journey) leaderKilledWhileActive(a account, i int) {
 // gone: the garbage collector follows the ownerReferences.
 func (j *journey) waitGone(a account) {
 	j.t.Helper()
-	j.poll(3*time.Minute, "claim, Sandbox and PVC removed", func() bool {
+	testkit.Within(j.t, 3*time.Minute, "claim, Sandbox and PVC removed", func() bool {
 		out, _ := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandboxclaims,sandboxes,pvc", "-o", "name")
 		return !strings.Contains(out, "dsh-"+a.user) && !strings.Contains(out, a.sandbox)
 	})
-}
-
-// poll checks cond every 100 ms until it holds or timeout passes.
-func (j *journey) poll(timeout time.Duration, what string, cond func() bool) {
-	j.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			j.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/netpolicy"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // probeMatrix probes every flow of the base variant between real pods and
@@ -166,7 +167,7 @@ func (j *journey) attachProbe(ns, pod string) string {
 		"--profile", "restricted", "--custom", custom, "--", "sleep", "3600"); err != nil {
 		j.t.Fatalf("attach a probe container to %s/%s: %v %s", ns, pod, err, out)
 	}
-	j.poll(time.Minute, "the probe container in "+pod+" running", func() bool {
+	testkit.Within(j.t, time.Minute, "the probe container in "+pod+" running", func() bool {
 		out, _ := j.kubectl("-n", ns, "get", "pod", pod, "-o", `jsonpath={.status.ephemeralContainerStatuses[?(@.name=="netprobe")].state.running}`)
 		return out != ""
 	})

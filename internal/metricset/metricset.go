@@ -20,7 +20,11 @@ type Set struct {
 // New returns an empty Set for subsystem, the name its errors give.
 func New(subsystem string) *Set { return &Set{subsystem: subsystem} }
 
-func (s *Set) add(c prometheus.Collector) { s.collectors = append(s.collectors, c) }
+// keep remembers c for Register and returns it.
+func keep[C prometheus.Collector](s *Set, c C) C {
+	s.collectors = append(s.collectors, c)
+	return c
+}
 
 // CounterVec makes a counter vector labelled by labels, each series in
 // series created at once so that dashboards see zeros, not gaps.
@@ -29,36 +33,27 @@ func (s *Set) CounterVec(o prometheus.CounterOpts, labels []string, series ...[]
 	for _, values := range series {
 		c.WithLabelValues(values...)
 	}
-	s.add(c)
-	return c
+	return keep(s, c)
 }
 
 // Counter makes a counter.
 func (s *Set) Counter(o prometheus.CounterOpts) prometheus.Counter {
-	c := prometheus.NewCounter(o)
-	s.add(c)
-	return c
+	return keep(s, prometheus.NewCounter(o))
 }
 
 // Gauge makes a gauge.
 func (s *Set) Gauge(o prometheus.GaugeOpts) prometheus.Gauge {
-	g := prometheus.NewGauge(o)
-	s.add(g)
-	return g
+	return keep(s, prometheus.NewGauge(o))
 }
 
 // Histogram makes a histogram.
 func (s *Set) Histogram(o prometheus.HistogramOpts) prometheus.Histogram {
-	h := prometheus.NewHistogram(o)
-	s.add(h)
-	return h
+	return keep(s, prometheus.NewHistogram(o))
 }
 
 // HistogramVec makes a histogram vector labelled by labels.
 func (s *Set) HistogramVec(o prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(o, labels)
-	s.add(h)
-	return h
+	return keep(s, prometheus.NewHistogramVec(o, labels))
 }
 
 // Each returns one series per value, for CounterVec's series.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/openset"
 )
 
 // listener tracks the client connections it accepts so shutdown can close
@@ -22,12 +24,11 @@ type listener struct {
 	writeTimeout time.Duration
 	limit        *connLimit
 
-	mu    sync.Mutex
-	conns map[*clientConn]struct{}
+	conns openset.Set[*clientConn]
 }
 
 func newListener(ln net.Listener, writeTimeout time.Duration) *listener {
-	return &listener{Listener: ln, writeTimeout: writeTimeout, conns: make(map[*clientConn]struct{})}
+	return &listener{Listener: ln, writeTimeout: writeTimeout}
 }
 
 // Accept wraps the next connection within the limit.
@@ -45,22 +46,14 @@ func (l *listener) Accept() (net.Conn, error) {
 				continue
 			}
 		}
-		l.mu.Lock()
-		l.conns[cc] = struct{}{}
-		l.mu.Unlock()
+		l.conns.Add(cc)
 		return cc, nil
 	}
 }
 
 // closeAll closes every connection still open.
 func (l *listener) closeAll() {
-	l.mu.Lock()
-	open := make([]*clientConn, 0, len(l.conns))
-	for c := range l.conns {
-		open = append(open, c)
-	}
-	l.mu.Unlock()
-	for _, c := range open {
+	for _, c := range l.conns.Members() {
 		c.Close()
 	}
 }
@@ -94,9 +87,7 @@ func (c *clientConn) Close() error {
 	first := false
 	c.once.Do(func() {
 		first = true
-		c.l.mu.Lock()
-		delete(c.l.conns, c)
-		c.l.mu.Unlock()
+		c.l.conns.Remove(c)
 		if c.counted {
 			c.l.limit.release(c.key)
 		}

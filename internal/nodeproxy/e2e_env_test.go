@@ -62,6 +62,9 @@ type platform struct {
 	wakePatches atomic.Int64
 
 	subdomain bool
+	// authClock is every auth API replica's clock: the wall clock until a
+	// test moves it.
+	authClock *testkit.Clock
 }
 
 // platformOptions shape a platform; the zero value is TestE2EPlatform's.
@@ -127,25 +130,8 @@ type platformNode struct {
 // result.
 func (n *platformNode) hopsIn(t *testing.T, result string) float64 {
 	t.Helper()
-	mfs, err := n.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "sandgate_nodeproxy_hops_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["direction"] == "in" && labels["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	hops, _ := testkit.Gathered(t, n.reg, "sandgate_nodeproxy_hops_total", map[string]string{"direction": "in", "result": result})
+	return hops
 }
 
 // isWakePatch reports whether r is a wake patch: a PATCH that sets a
@@ -171,7 +157,8 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	cp := testkit.ControlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
-	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}, subdomain: o.Subdomain}
+	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}, subdomain: o.Subdomain,
+		authClock: testkit.NewOffsetClock()}
 	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	// The auth API, as the admin (its own RBAC is tested in its package):
@@ -275,7 +262,7 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 	if o.Subdomain {
 		c.RoutingMode, c.UserDomain, c.EntryCodeTTL = string(userorigin.Subdomain), e2eUserDomain, e2eEntryCodeTTL
 	}
-	deps := authapid.Deps{Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: !o.Idle}
+	deps := authapid.Deps{Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: !o.Idle, Now: p.authClock.Now}
 	if o.Idle {
 		deps.Logger = logger.With("process", name)
 		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = e2eLease, 2*time.Second, 500*time.Millisecond

@@ -3,8 +3,6 @@ package nodeproxy_test
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -110,12 +108,10 @@ func TestE2ESubdomain(t *testing.T) {
 				return aliceHost, u
 			}, ""},
 			{"expired", func() (string, *url.URL) {
-				u := p.mint(0, "alice", alice.session, "/")
-				exp := codeExpiry(t, u.Query().Get("code"))
-				testkit.Eventually(t, "the entry code past its exp and the auth API's leeway", func() bool {
-					return time.Now().After(exp.Add(e2eEntryLeeway))
-				})
-				return aliceHost, u
+				// Minted so long ago that it is past its exp and every leeway.
+				p.authClock.Advance(-e2eEntryCodeAge)
+				defer p.authClock.Advance(e2eEntryCodeAge)
+				return aliceHost, p.mint(0, "alice", alice.session, "/")
 			}, ""},
 			{"another user's code", func() (string, *url.URL) { return aliceHost, p.mint(1, "bob", bob.session, "/") }, ""},
 			{"another user's origin", func() (string, *url.URL) { return bobHost, p.mint(0, "alice", alice.session, "/") }, ""},
@@ -255,28 +251,9 @@ func (p *platform) mint(i int, user, session, path string) *url.URL {
 	return u
 }
 
-// e2eEntryLeeway is the auth API's clock leeway on entry codes.
-const e2eEntryLeeway = 2 * time.Second
-
-// codeExpiry is the exp of an entry code, read without verifying it.
-func codeExpiry(t *testing.T, code string) time.Time {
-	t.Helper()
-	parts := strings.Split(code, ".")
-	if len(parts) != 3 {
-		t.Fatalf("entry code is not a JWT: %d parts", len(parts))
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatalf("entry code payload: %v", err)
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil || claims.Exp == 0 {
-		t.Fatalf("entry code without exp: %v", err)
-	}
-	return time.Unix(claims.Exp, 0)
-}
+// e2eEntryCodeAge is the age of an expired entry code: past its TTL and
+// the clock leeway of the auth API and the node proxies (2 s each).
+const e2eEntryCodeAge = e2eEntryCodeTTL + 3*time.Second
 
 // redeem brings entry to host through node i, from the browser holding
 // e2eEntryState.

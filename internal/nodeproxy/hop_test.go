@@ -8,6 +8,8 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestCrossNodeHop: a request for a pod on node-b that lands on node-a is
@@ -103,17 +105,6 @@ func handshakes(t *testing.T, n *node) float64 {
 // handshakesOf sums the handshake counter in a registry.
 func handshakesOf(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() == "sandgate_handshake_total" {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	n, _ := testkit.Gathered(t, reg, "sandgate_handshake_total", nil)
+	return n
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -24,7 +25,7 @@ import (
 // Defaults that New applies to zero Options fields.
 const (
 	DefaultCookieName         = "dsh_gw_session"
-	DefaultSecureCookieName   = "__Host-dsh_gw_session"
+	DefaultSecureCookieName   = securePrefix + DefaultCookieName
 	DefaultCookieMaxAge       = 7 * 24 * time.Hour
 	DefaultMaxBodyBytes       = 64 << 20
 	DefaultMaxInFlightPerUser = 32
@@ -291,7 +292,7 @@ func (o Options) Validate() error {
 	if o.CookieName != "" && !validToken(o.CookieName) {
 		bad("cookie name %q is not a cookie token", o.CookieName)
 	}
-	if strings.HasPrefix(o.CookieName, "__Host-") && !o.CookieSecure {
+	if strings.HasPrefix(o.CookieName, securePrefix) && !o.CookieSecure {
 		bad("cookie name %q needs COOKIE_SECURE", o.CookieName)
 	}
 	if o.OriginCookieName != "" && (!validToken(o.OriginCookieName) || o.OriginCookieName == o.CookieName) {
@@ -359,69 +360,48 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	setS := func(p *string, v string) {
-		if *p == "" {
-			*p = v
-		}
-	}
-	setD := func(p *time.Duration, v time.Duration) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	setI := func(p *int, v int) {
-		if *p == 0 {
-			*p = v
-		}
-	}
-	if o.CookieName == "" {
-		o.CookieName = DefaultCookieName
-		if o.CookieSecure {
-			o.CookieName = DefaultSecureCookieName
-		}
-	}
-	if o.OriginCookieName == "" {
-		o.OriginCookieName = DefaultOriginCookieName
-		if o.CookieSecure {
-			o.OriginCookieName = "__Host-" + DefaultOriginCookieName
-		}
-	}
-	if o.RoutingMode == "" {
-		o.RoutingMode = userorigin.Path
-	}
+	defaults.Set(&o.CookieName, o.cookieName(DefaultCookieName))
+	defaults.Set(&o.OriginCookieName, o.cookieName(DefaultOriginCookieName))
+	defaults.Set(&o.RoutingMode, userorigin.Path)
 	o.PublicOrigin = strings.TrimSuffix(o.PublicOrigin, "/")
-	setS(&o.AuthAPIInternal, o.AuthAPI)
-	setS(&o.RedeemPath, DefaultRedeemPath)
-	setS(&o.ActivityPath, DefaultActivityPath)
-	setS(&o.RenewPath, DefaultRenewPath)
-	setS(&o.WakePath, DefaultWakePath)
-	setD(&o.WakeTimeout, DefaultWakeTimeout)
-	setD(&o.CookieMaxAge, DefaultCookieMaxAge)
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.WSMaxMessageBytes == 0 {
-		o.WSMaxMessageBytes = DefaultWSMaxMessageBytes
-	}
-	setI(&o.BufferBodyBytes, DefaultBufferBodyBytes)
-	setI(&o.MaxInFlightPerUser, DefaultMaxInFlightPerUser)
-	setI(&o.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	setD(&o.HeaderTimeout, DefaultHeaderTimeout)
-	setD(&o.BodyTimeout, DefaultBodyTimeout)
-	setD(&o.WriteTimeout, DefaultWriteTimeout)
-	setD(&o.IdleTimeout, DefaultIdleTimeout)
-	setD(&o.UpstreamIdleTimeout, DefaultUpstreamIdle)
-	setD(&o.DialTimeout, DefaultDialTimeout)
-	setD(&o.RenewTimeout, DefaultRenewTimeout)
-	setD(&o.DrainTimeout, DefaultDrainTimeout)
-	setD(&o.RetryAfter, DefaultRetryAfter)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	defaults.Set(&o.AuthAPIInternal, o.AuthAPI)
+	defaults.Set(&o.RedeemPath, DefaultRedeemPath)
+	defaults.Set(&o.ActivityPath, DefaultActivityPath)
+	defaults.Set(&o.RenewPath, DefaultRenewPath)
+	defaults.Set(&o.WakePath, DefaultWakePath)
+	defaults.Set(&o.WakeTimeout, DefaultWakeTimeout)
+	defaults.Set(&o.CookieMaxAge, DefaultCookieMaxAge)
+	defaults.Set(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&o.WSMaxMessageBytes, DefaultWSMaxMessageBytes)
+	defaults.Set(&o.BufferBodyBytes, DefaultBufferBodyBytes)
+	defaults.Set(&o.MaxInFlightPerUser, DefaultMaxInFlightPerUser)
+	defaults.Set(&o.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	defaults.Set(&o.HeaderTimeout, DefaultHeaderTimeout)
+	defaults.Set(&o.BodyTimeout, DefaultBodyTimeout)
+	defaults.Set(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Set(&o.UpstreamIdleTimeout, DefaultUpstreamIdle)
+	defaults.Set(&o.DialTimeout, DefaultDialTimeout)
+	defaults.Set(&o.RenewTimeout, DefaultRenewTimeout)
+	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
+	defaults.Set(&o.RetryAfter, DefaultRetryAfter)
+	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	return o
+}
+
+// securePrefix makes a cookie host-only and Secure, so no sibling or
+// parent origin can set it.
+const securePrefix = "__Host-"
+
+// cookieName is name with securePrefix when cookies are Secure.
+func (o Options) cookieName(name string) string {
+	if o.CookieSecure {
+		return securePrefix + name
+	}
+	return name
 }
 
 func hasIdentityPrefix(lower string) bool {

@@ -208,12 +208,7 @@ const (
 
 // stateCookieName is __Host- prefixed when cookies are secure, so no
 // sibling or parent origin can plant (toss) a state of its own.
-func (p *Proxy) stateCookieName() string {
-	if p.opts.CookieSecure {
-		return "__Host-" + entryStateName
-	}
-	return entryStateName
-}
+func (p *Proxy) stateCookieName() string { return p.opts.cookieName(entryStateName) }
 
 func newEntryState() string {
 	b := make([]byte, 32)

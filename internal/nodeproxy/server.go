@@ -67,8 +67,8 @@ func New(o Options) (*Proxy, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	streams := newStreamRegistry()
-	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.count, jwksRefreshed: o.JWKSRefreshed})
+	streams := new(streamRegistry)
+	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.Len, jwksRefreshed: o.JWKSRefreshed})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func New(o Options) (*Proxy, error) {
 		inflight:        newInFlight(o.MaxInFlightPerUser),
 		hopValue:        o.NodeName,
 		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
-		sockets:         newWSRegistry(),
+		sockets:         new(wsRegistry),
 		streams:         streams,
 	}
 	p.client = &fasthttp.Client{
@@ -281,7 +281,7 @@ func serverTLS(c *tls.Config) *tls.Config {
 // shutdown drains srv and closes what is left on its listeners.
 func (p *Proxy) shutdown(ctx context.Context, srv *fasthttp.Server, lns []*listener) {
 	p.draining.Store(true)
-	p.log.Info("shutting down", "websockets", p.sockets.count(), "streams", p.streams.count())
+	p.log.Info("shutting down", "websockets", p.sockets.Len(), "streams", p.streams.Len())
 	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.DrainTimeout)
 	defer cancel()
 	p.sockets.closeAll()

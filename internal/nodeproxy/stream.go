@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/openset"
 )
 
 // respBody streams an upstream response body to the client. fasthttp reads
@@ -36,7 +38,7 @@ func (b *respBody) Read(buf []byte) (int, error) {
 // early (nil once the body was written).
 func (b *respBody) CloseWithError(err error) error {
 	b.once.Do(func() {
-		b.p.streams.remove(b)
+		b.p.streams.Remove(b)
 		b.src.CloseWithError(err)
 		fasthttp.ReleaseResponse(b.resp)
 		b.x.bytesOut = b.n
@@ -56,45 +58,14 @@ func (b *respBody) interrupt() {
 
 // streamRegistry tracks response bodies being streamed, so shutdown can
 // end them.
-type streamRegistry struct {
-	mu sync.Mutex
-	m  map[*respBody]struct{}
-}
-
-func newStreamRegistry() *streamRegistry {
-	return &streamRegistry{m: make(map[*respBody]struct{})}
-}
-
-func (r *streamRegistry) add(b *respBody) {
-	r.mu.Lock()
-	r.m[b] = struct{}{}
-	r.mu.Unlock()
-}
-
-func (r *streamRegistry) remove(b *respBody) {
-	r.mu.Lock()
-	delete(r.m, b)
-	r.mu.Unlock()
-}
-
-func (r *streamRegistry) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m)
-}
+type streamRegistry struct{ openset.Set[*respBody] }
 
 // closeAll interrupts the event streams, or every stream when !eventsOnly.
 func (r *streamRegistry) closeAll(eventsOnly bool) {
-	r.mu.Lock()
-	var open []*respBody
-	for b := range r.m {
+	for _, b := range r.Members() {
 		if b.event || !eventsOnly {
-			open = append(open, b)
+			b.interrupt()
 		}
-	}
-	r.mu.Unlock()
-	for _, b := range open {
-		b.interrupt()
 	}
 }
 
@@ -139,7 +110,7 @@ func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Re
 	}
 	b := &respBody{p: p, x: x, resp: resp, src: src,
 		event: bytes.HasPrefix(resp.Header.ContentType(), eventStream)}
-	p.streams.add(b)
+	p.streams.Add(b)
 	if cl < 0 {
 		cl = -1
 		ctx.Response.ImmediateHeaderFlush = true

@@ -11,6 +11,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/openset"
 )
 
 // closeWait bounds the wait for the other side's answer to a close frame.
@@ -140,7 +142,7 @@ type bridge struct {
 // runBridge runs the bridge until both directions have ended.
 func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	b := &bridge{p: p, x: x, client: client, upstream: upstream}
-	if !p.sockets.add(b) {
+	if !p.sockets.Add(b) {
 		client.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(closeWait))
 		upstream.Close()
 		x.wsClose = websocket.CloseGoingAway
@@ -167,7 +169,7 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	client.Close()
 	p.m.websockets.Dec()
 	x.wsClose = int(b.toClient.Load())
-	p.sockets.remove(b)
+	p.sockets.Remove(b)
 	p.finish(x)
 }
 
@@ -285,51 +287,12 @@ func (b *bridge) goingAway() {
 
 // wsRegistry tracks open bridges so shutdown can close them with 1001 and
 // wait for them.
-type wsRegistry struct {
-	mu     sync.Mutex
-	closed bool
-	m      map[*bridge]struct{}
-	wg     sync.WaitGroup
-}
-
-func newWSRegistry() *wsRegistry { return &wsRegistry{m: make(map[*bridge]struct{})} }
-
-// add registers b; it reports false once shutdown has begun.
-func (r *wsRegistry) add(b *bridge) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.m[b] = struct{}{}
-	r.wg.Add(1)
-	return true
-}
-
-func (r *wsRegistry) remove(b *bridge) {
-	r.mu.Lock()
-	delete(r.m, b)
-	r.mu.Unlock()
-	r.wg.Done()
-}
-
-func (r *wsRegistry) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.m)
-}
+type wsRegistry struct{ openset.Set[*bridge] }
 
 // closeAll refuses new bridges and sends 1001 to both sides of every open
 // one.
 func (r *wsRegistry) closeAll() {
-	r.mu.Lock()
-	r.closed = true
-	open := make([]*bridge, 0, len(r.m))
-	for b := range r.m {
-		open = append(open, b)
-	}
-	r.mu.Unlock()
-	for _, b := range open {
+	for _, b := range r.Close() {
 		b.goingAway()
 	}
 }
@@ -338,16 +301,14 @@ func (r *wsRegistry) closeAll() {
 // rest.
 func (r *wsRegistry) wait(ctx context.Context) {
 	done := make(chan struct{})
-	go func() { r.wg.Wait(); close(done) }()
+	go func() { r.Wait(); close(done) }()
 	select {
 	case <-done:
 		return
 	case <-ctx.Done():
 	}
-	r.mu.Lock()
-	for b := range r.m {
+	for _, b := range r.Members() {
 		b.kill()
 	}
-	r.mu.Unlock()
 	<-done
 }

@@ -113,7 +113,7 @@ func TestWebSocketEchoAndCloseCodes(t *testing.T) {
 	if got := closeCode(t, c3); got != websocket.CloseMessageTooBig {
 		t.Errorf("oversized upstream message: close %d, want 1009", got)
 	}
-	testkit.Eventually(t, "bridges closed", func() bool { return h.nodes["node-a"].proxy.sockets.count() == 0 })
+	testkit.Eventually(t, "bridges closed", func() bool { return h.nodes["node-a"].proxy.sockets.Len() == 0 })
 	testkit.Eventually(t, "slots released", func() bool { return h.nodes["node-a"].proxy.inflight.count("alice") == 0 })
 }
 

@@ -8,25 +8,16 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // unreachableClients are API clients for a server that refuses every
 // connection: the informers never sync.
 func unreachableClients(t *testing.T) Clients {
 	t.Helper()
-	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, sb := testkit.Clients(t, &rest.Config{Host: "http://127.0.0.1:1"})
 	return Clients{Kube: kube, Sandboxes: sb}
 }
 

@@ -17,9 +17,8 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/settings"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
-
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // validated loads the settings base with extra over it and returns them
 // with what Validate says of them.
@@ -27,15 +26,33 @@ func validated(t *testing.T, base, extra map[string]string) (Config, error) {
 	t.Helper()
 	e := maps.Clone(base)
 	maps.Copy(e, extra)
-	c, err := Load(nil, env(e), io.Discard)
+	c, err := Load(nil, testkit.Env(e), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, c.Validate()
 }
 
+// validOrRefused validates base with extra over it for a table case that
+// either passes or, when wantErr is set, is refused with an error naming
+// it; it fails the test otherwise and reports whether the settings passed.
+func validOrRefused(t *testing.T, base, extra map[string]string, wantErr string) (Config, bool) {
+	t.Helper()
+	c, err := validated(t, base, extra)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("validate() = %v, want %q", err, wantErr)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
+}
+
 func TestEnvThenFlags(t *testing.T) {
-	c, err := Load([]string{"--max-body-mb", "7", "--write-timeout=90"}, env(map[string]string{
+	c, err := Load([]string{"--max-body-mb", "7", "--write-timeout=90"}, testkit.Env(map[string]string{
 		"NODE_NAME": "n1", "MAX_BODY_MB": "3", "MAX_IN_FLIGHT_PER_USER": "5", "COOKIE_SECURE": "false",
 		"ALLOW_INSECURE_COOKIES": "1", "UPSTREAM_HEADER_ALLOWLIST": "Accept, X-Custom", "LISTEN_ADDR": ":8443",
 	}), io.Discard)
@@ -60,7 +77,7 @@ func TestEnvThenFlags(t *testing.T) {
 }
 
 func TestValidateReportsEverything(t *testing.T) {
-	c, err := Load(nil, env(map[string]string{
+	c, err := Load(nil, testkit.Env(map[string]string{
 		"MAX_BODY_MB": "lots", "COOKIE_SECURE": "false", "TRUSTED_PROXIES": "10.0.0.0/8,nope", "LOG_LEVEL": "loud",
 		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x", "ACCESS_LOG_SUMMARY": "-1s",
 	}), io.Discard)
@@ -98,14 +115,7 @@ func TestTLSSettings(t *testing.T) {
 		{"same listener", map[string]string{"TLS_CERT_FILE": certFile, "TLS_KEY_FILE": keyFile, "TLS_LISTEN_ADDR": ":8080"}, "TLS_LISTEN_ADDR \":8080\" must differ"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := validated(t, base, tc.env)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("validate() = %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("validate() = %v, want %q", err, tc.want)
-			}
-			if tc.want == "" && c.tlsEnabled() != (tc.env != nil) {
+			if c, ok := validOrRefused(t, base, tc.env, tc.want); ok && c.tlsEnabled() != (tc.env != nil) {
 				t.Errorf("tlsEnabled() = %v", c.tlsEnabled())
 			}
 		})

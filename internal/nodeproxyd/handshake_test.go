@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sandgate/sandgate/internal/handshake"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // Test pod identity and tokens.
@@ -115,7 +116,7 @@ func TestHandshakeWiring(t *testing.T) {
 			if got := app.tokens(); !slices.Equal(got, []string{tc.want}) {
 				t.Errorf("app was sent %q, want only %q", got, tc.want)
 			}
-			if ok := handshakeCount(t, reg, "ok", tc.source); ok != 1 {
+			if ok, _ := testkit.Gathered(t, reg, "sandgate_handshake_total", map[string]string{"result": "ok", "source": tc.source}); ok != 1 {
 				t.Errorf("sandgate_handshake_total{result=ok,source=%s} = %v", tc.source, ok)
 			}
 		})
@@ -182,29 +183,4 @@ func (a *tokenApp) tokens() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.seen)
-}
-
-// handshakeCount reads sandgate_handshake_total{result, source} in reg;
-// -1 when there is no such series.
-func handshakeCount(t *testing.T, reg *prometheus.Registry, result, source string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "sandgate_handshake_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["result"] == result && labels["source"] == source {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }

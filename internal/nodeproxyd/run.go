@@ -2,12 +2,11 @@ package nodeproxyd
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sandgate/sandgate/internal/httpserve"
 )
 
 // Run serves until ctx ends, then drains: the informers, the JWKS fetcher,
@@ -24,18 +23,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.fetcher.Start(ctx) })
 	g.Go(func() error { return d.reporter.Run(ctx) })
-	g.Go(func() error {
-		if err := d.ops.Serve(d.opsLn); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serve ops: %w", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return d.ops.Shutdown(sctx)
-	})
+	g.Go(func() error { return httpserve.Serve(ctx, d.ops, d.opsLn, 5*time.Second) })
 	g.Go(func() error {
 		d.waitReady(ctx)
 		for _, l := range d.lns {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 func TestValues(t *testing.T) {
@@ -42,8 +44,8 @@ func TestLoadPrecedenceAndProblems(t *testing.T) {
 		Var("limit", "LIMIT", "", Int(&limit)),
 		Var("window", "WINDOW", "", Duration(&window)),
 	}
-	env := map[string]string{"ADDR": ":1", "LIMIT": "lots", "WINDOW": "30"}
-	problems, err := Load("t", list, []string{"--addr", ":2"}, func(k string) string { return env[k] }, io.Discard, func() {})
+	env := testkit.Env(map[string]string{"ADDR": ":1", "LIMIT": "lots", "WINDOW": "30"})
+	problems, err := Load("t", list, []string{"--addr", ":2"}, env, io.Discard, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/sim/simtest"
@@ -144,14 +142,8 @@ func (p *platform) start(name string) *replica {
 			return resp, err
 		})
 	})
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, sb := testkit.Clients(t, cfg)
+	var err error
 	r.sw, err = New(Options{
 		Namespace: p.e.NS, Sandboxes: sb.Sandboxes(p.e.NS), Claims: sb.SandboxClaims(p.e.NS), Leases: core.CoordinationV1(),
 		Identity:      Identity(name, r.srv.Listener.Addr().String()),

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // TestInventoryGauges: users count managed claims; every sandbox lands in
@@ -42,31 +43,8 @@ sandgate_sweeper_users 4
 	for state, n := range map[string]float64{
 		stateReady: 1, stateSuspended: 1, stateFailed: 1, stateStarting: 1, stateUnmanaged: 2, stateDeleting: 0,
 	} {
-		if got := gathered(t, reg, "sandgate_sweeper_sandboxes", state); got != n {
+		if got, ok := testkit.Gathered(t, reg, "sandgate_sweeper_sandboxes", map[string]string{"state": state}); !ok || got != n {
 			t.Errorf("sandboxes{state=%q} = %v, want %v", state, got, n)
 		}
 	}
-}
-
-// gathered is the value of the gauge name{state=state} in reg, -1 when
-// absent.
-func gathered(t *testing.T, reg *prometheus.Registry, name, state string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "state" && l.GetValue() == state {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return -1
 }

@@ -262,12 +262,8 @@ func TestConflictDoesNotSuspend(t *testing.T) {
 		o := testOptions()
 		// The cache lags: the sweeper sees an old resourceVersion, as when a
 		// wake lands between the list and the patch.
-		stale := &staleLister{fakeCluster: f, sandboxes: f.Sandboxes()}
+		s := staleSweeper(t, o, f, f)
 		f.setMode("pool-a", agents.OperatingModeRunning)
-		s, err := newSweeper(o, stale, f)
-		if err != nil {
-			t.Fatal(err)
-		}
 		_, stop := startTerm(t, s)
 		defer stop()
 		at(start, o.IdleTimeout+o.SweepInterval)
@@ -285,6 +281,17 @@ type staleLister struct {
 }
 
 func (s *staleLister) Sandboxes() []*agents.Sandbox { return s.sandboxes }
+
+// staleSweeper is a sweeper whose cache keeps the Sandboxes f holds now,
+// whatever happens to them later, and whose suspends go through p.
+func staleSweeper(t *testing.T, o Options, f *fakeCluster, p patcher) *Sweeper {
+	t.Helper()
+	s, err := newSweeper(o, &staleLister{fakeCluster: f, sandboxes: f.Sandboxes()}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 func TestLapsedLeaseStopsPatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -377,12 +384,8 @@ func TestStaleCacheNotPatchedAgain(t *testing.T) {
 		f.addClaim("dsh-bob", "pool-a", true)
 		o := testOptions()
 		// The cache never sees the suspend land (a slow watch).
-		stale := &staleLister{fakeCluster: f, sandboxes: f.Sandboxes()}
 		p := &countingPatcher{patcher: f}
-		s, err := newSweeper(o, stale, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := staleSweeper(t, o, f, p)
 		_, stop := startTerm(t, s)
 		defer stop()
 		at(start, time.Hour)

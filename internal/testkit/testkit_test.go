@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 )
 
@@ -67,5 +68,33 @@ func TestObserveRequests(t *testing.T) {
 	resp.Body.Close()
 	if len(seen) != 1 || seen[0] != "GET /api" {
 		t.Errorf("observed %v, want [GET /api]", seen)
+	}
+}
+
+func TestGathered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total"}, []string{"result", "source"})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"})
+	reg.MustRegister(c, g)
+	c.WithLabelValues("ok", "log").Add(2)
+	c.WithLabelValues("ok", "file").Add(3)
+	c.WithLabelValues("error", "log").Add(5)
+	g.Set(7)
+	for _, tt := range []struct {
+		name  string
+		match map[string]string
+		want  float64
+		found bool
+	}{
+		{"c_total", nil, 10, true},
+		{"c_total", map[string]string{"result": "ok"}, 5, true},
+		{"c_total", map[string]string{"result": "ok", "source": "log"}, 2, true},
+		{"c_total", map[string]string{"result": "refused"}, 0, false},
+		{"g", nil, 7, true},
+		{"absent", nil, 0, false},
+	} {
+		if got, found := Gathered(t, reg, tt.name, tt.match); got != tt.want || found != tt.found {
+			t.Errorf("Gathered(%s, %v) = %v, %v; want %v, %v", tt.name, tt.match, got, found, tt.want, tt.found)
+		}
 	}
 }

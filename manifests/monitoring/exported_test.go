@@ -9,13 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/sandgate/sandgate/internal/authapid"
 	"github.com/sandgate/sandgate/internal/buildinfo"
 	"github.com/sandgate/sandgate/internal/nodeproxyd"
-	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/testkit"
 )
 
 // recorder is a Registerer that keeps the name of every metric registered
@@ -64,15 +63,7 @@ func exportedMetrics(t *testing.T) recorder {
 		}
 	}
 	// Clients for a server that is never called: nothing runs.
-	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, sb := testkit.Clients(t, &rest.Config{Host: "http://127.0.0.1:1"})
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 
 	ac := authapid.Defaults()

@@ -45,24 +45,8 @@ func restart(t *testing.T, e *simtest.Env, name string) {
 // counter sums a counter family's samples whose label matches.
 func counter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	n, _ := testkit.Gathered(t, reg, name, map[string]string{label: value})
+	return n
 }
 
 // refreshed refreshes the stale cookie of pod's app after a restart and

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/sandgate/sandgate/internal/openset"
 )
 
 const (
@@ -37,12 +39,12 @@ func (a *App) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return // Upgrade has answered the request
 	}
 	conn := &wsConn{c: c, done: make(chan struct{})}
-	if !a.sockets.add(conn) {
+	if !a.sockets.Add(conn) {
 		conn.goingAway()
 		c.Close()
 		return
 	}
-	defer a.sockets.remove(conn)
+	defer a.sockets.Remove(conn)
 	defer c.Close()
 	c.SetReadLimit(wsMaxMessage)
 
@@ -153,46 +155,12 @@ func bigMessage(n int) []byte {
 // wsRegistry tracks open WebSockets so shutdown can close them with 1001
 // and wait for their handlers: http.Server.Shutdown forgets hijacked
 // connections.
-type wsRegistry struct {
-	mu     sync.Mutex
-	closed bool
-	conns  map[*wsConn]struct{}
-	wg     sync.WaitGroup
-}
-
-// add registers c; it reports false once closeAll has started.
-func (r *wsRegistry) add(c *wsConn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	if r.conns == nil {
-		r.conns = make(map[*wsConn]struct{})
-	}
-	r.conns[c] = struct{}{}
-	r.wg.Add(1)
-	return true
-}
-
-func (r *wsRegistry) remove(c *wsConn) {
-	r.mu.Lock()
-	delete(r.conns, c)
-	r.mu.Unlock()
-	r.wg.Done()
-}
+type wsRegistry struct{ openset.Set[*wsConn] }
 
 // closeAll sends 1001 to every open socket and waits for their handlers.
 func (r *wsRegistry) closeAll() {
-	r.mu.Lock()
-	r.closed = true
-	open := make([]*wsConn, 0, len(r.conns))
-	for c := range r.conns {
-		open = append(open, c)
-	}
-	r.mu.Unlock()
-	for _, c := range open {
+	for _, c := range r.Close() {
 		c.goingAway()
 	}
-	r.wg.Wait()
+	r.Wait()
 }
