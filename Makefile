@@ -194,7 +194,7 @@ chart: controlplane ## regenerate charts/sandgate/files from manifests/ (after c
 	$(GO) test -count=1 -run '^TestChartFilesMatchManifests$$' ./charts/sandgate -update
 
 # oauth2-proxy and the OIDC provider stand-in (mockoidc) for the SSO
-# variant's end-to-end test (internal/ssojourney).
+# variant's end-to-end test (internal/testing/ssojourney).
 OAUTH2PROXY_VERSION := $(call modver,tools/oauth2proxy/go.mod,github.com/oauth2-proxy/oauth2-proxy/v7)
 OAUTH2PROXY_STAMP   := $(BIN_DIR)/.oauth2proxy-$(call sumof,tools/oauth2proxy/go.sum tools/oauth2proxy/mockoidc-standin/main.go)
 
@@ -334,4 +334,4 @@ cluster-down: ## remove everything a killed `make cluster` left (processes, name
 .PHONY: e2e-cluster
 e2e-cluster: $(CLUSTER_DEPS) $(HELM_STAMP) ## the user journey on a real 2-node cluster deployed from manifests/, then the Helm chart on the same nodes (root, about 15 min)
 	$(GO) build -o bin/ ./cmd/sandgate-cluster
-	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m ./internal/clusterjourney
+	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m ./internal/testing/clusterjourney

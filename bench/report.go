@@ -35,7 +35,7 @@ func render(c config, r *results) string {
 
 	p("\n## 1. HTTP data path\n\nClosed loop, %s measured after %s warm-up, every response checked; each cell ran in %d interleaved rounds. "+
 		"Each figure is the median of the rounds, with the lowest and highest round in brackets. "+
-		"(a) the app directly, (b) one node proxy as cmd/nodeproxy assembles it (internal/nodeproxyd, the shipped defaults "+
+		"(a) the app directly, (b) one node proxy as cmd/nodeproxy assembles it (internal/requestpath/nodeproxyd, the shipped defaults "+
 		"but for lifted per-user limits): JWT cookie, informer resolve, in-flight slot, activity tracking, header policy, the "+
 		"app cookie from the real handshaker (the launch token read once from the pod's CRI log file, then cached), metrics, "+
 		"and the JSON access log, counted and dropped, with plain successes summarised into one line per user and route every "+

@@ -110,7 +110,7 @@ func crowdTable(b *strings.Builder, r *results, c config) {
 // scaleTables writes the scale and growth tables.
 func scaleTables(b *strings.Builder, r *results) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("\n## 6. Scale\n\nA node proxy process (the shipped assembly, internal/nodeproxyd, running) fed N accounts: N claims and N Sandboxes " +
+	p("\n## 6. Scale\n\nA node proxy process (the shipped assembly, internal/requestpath/nodeproxyd, running) fed N accounts: N claims and N Sandboxes " +
 		"across 50 nodes, this node's pods and the 50 nodes, through the Index's real informers as a watch-list stream. " +
 		"Pods cached counts the users the running Index routes to this node. Sync is from starting the node proxy to its /readyz " +
 		"passing (informers synced, keys fetched). Empty proxy is the process's RSS with a node proxy running over empty caches; " +

@@ -21,7 +21,7 @@ import (
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // authapiPolicy is the ValidatingAdmissionPolicy of manifests/admission.
@@ -187,7 +187,7 @@ func refusedBy(err error, policy string) bool {
 	return errors.As(err, &status) && strings.Contains(status.Status().Message, "ValidatingAdmissionPolicy '"+policy+"'")
 }
 
-// accountClaim is the claim internal/authapi's newClaim builds for user,
+// accountClaim is the claim internal/accountpath/authapi's newClaim builds for user,
 // with the shipped CLAIM_PREFIX and WARM_POOL.
 func accountClaim(user string) *extensions.SandboxClaim {
 	hash := [32]byte{1}

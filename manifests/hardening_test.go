@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // noProviderKeysPolicy is the hardening Component's admission policy.

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sandgate/sandgate/internal/netpolicy"
+	"github.com/sandgate/sandgate/internal/clustertools/netpolicy"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
@@ -23,7 +23,7 @@ import (
 const matrixPath = "../docs/traffic-matrix.yaml"
 
 // modelAddresses are the addresses the test gives the matrix's address
-// kinds: those of `make cluster` (internal/localcluster), whose node
+// kinds: those of `make cluster` (internal/clustertools/localcluster), whose node
 // network 10.200.0.0/24 the hostnetwork variant's policies admit, and a
 // documentation address for the internet. Pods get addresses in its pod
 // network, 10.244.0.0/16.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/netpolicy"
+	"github.com/sandgate/sandgate/internal/clustertools/netpolicy"
 )
 
 // networkDocPath is the network documentation, relative to this package.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // claimCount is the quota resource that counts SandboxClaims, one per

@@ -9,7 +9,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/sandgate/sandgate/internal/nodeproxy"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxy"
 )
 
 // endpointsPropagation bounds how long a deleted pod's endpoint takes to

@@ -76,7 +76,7 @@ func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
 		t.Errorf("X-Forwarded-User is not the OIDC subject (--provider=oidc, no claim or e-mail overrides): %q", args)
 	}
 	if want := toolsVersion(t, "../tools/oauth2proxy/go.mod", "github.com/oauth2-proxy/oauth2-proxy/v7"); !strings.HasSuffix(c.Image, ":"+want) {
-		t.Errorf("oauth2-proxy image %s, want %s, the version tools/oauth2proxy builds and internal/ssojourney runs", c.Image, want)
+		t.Errorf("oauth2-proxy image %s, want %s, the version tools/oauth2proxy builds and internal/testing/ssojourney runs", c.Image, want)
 	}
 	if !slices.Contains(args, "--pass-user-headers=true") {
 		t.Errorf("oauth2-proxy does not set X-Forwarded-User on the requests it forwards: %q", args)

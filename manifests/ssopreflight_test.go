@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/ssopreflight"
-	"github.com/sandgate/sandgate/internal/ssopreflight/preflighttest"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/clustertools/ssopreflight"
+	"github.com/sandgate/sandgate/internal/clustertools/ssopreflight/preflighttest"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // TestSSOPreflight applies the SSO variant to the real API server, once as

@@ -17,7 +17,7 @@ import (
 // dial, when not nil, connects to the app (tests pass an in-memory one).
 func New(app string, dial fasthttp.DialFunc) *fasthttp.Server {
 	p := &proxy{app: app, client: &fasthttp.Client{
-		// As internal/nodeproxy's client to pods.
+		// As internal/requestpath/nodeproxy's client to pods.
 		NoDefaultUserAgentHeader: true,
 		Dial:                     dial,
 		StreamResponseBody:       true,
@@ -27,7 +27,7 @@ func New(app string, dial fasthttp.DialFunc) *fasthttp.Server {
 		ReadBufferSize:           16 << 10,
 		WriteBufferSize:          16 << 10,
 	}}
-	// As internal/nodeproxy's server, without its limits and timeouts.
+	// As internal/requestpath/nodeproxy's server, without its limits and timeouts.
 	return &fasthttp.Server{
 		Handler:               p.serve,
 		NoDefaultServerHeader: true,

@@ -1,4 +1,4 @@
-// Command egress benches the node proxy's egress path (internal/egress):
+// Command egress benches the node proxy's egress path (internal/requestpath/egress):
 // the latency it adds at 64 connections over calling an OpenAI-compatible
 // provider stand-in directly, and the delay to the first token of a
 // streamed completion, each as a median over rounds with its range.
@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/bench/load"
-	"github.com/sandgate/sandgate/internal/egress"
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/requestpath/egress"
 )
 
 // options shape one bench run.

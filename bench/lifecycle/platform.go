@@ -1,10 +1,10 @@
 // Package lifecycle measures the account lifecycle on a real kube-apiserver
-// and etcd with the simulated cluster (internal/sim): 100 concurrent
+// and etcd with the simulated cluster (internal/testing/sim): 100 concurrent
 // signups against the real auth API, the wake latency a request sees
 // beyond the simulated pod start delay, and how long after IDLE_TIMEOUT
 // the sweeper suspends an idle sandbox. It runs the shipped assemblies
-// (internal/authapid: the auth API with a leader-elected sweeper;
-// internal/nodeproxyd: a node proxy per simulated node with an activity
+// (internal/accountpath/authapid: the auth API with a leader-elected sweeper;
+// internal/requestpath/nodeproxyd: a node proxy per simulated node with an activity
 // reporter and wake-on-connect), with admin credentials since RBAC is not
 // measured.
 package lifecycle
@@ -23,13 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/authapi"
-	"github.com/sandgate/sandgate/internal/authapid"
-	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/nodeproxyd"
+	"github.com/sandgate/sandgate/internal/accountpath/authapi"
+	"github.com/sandgate/sandgate/internal/accountpath/authapid"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
-	"github.com/sandgate/sandgate/internal/sim/cluster"
-	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/testing/sim/cluster"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 )
 
 // Timings of the measured platform.

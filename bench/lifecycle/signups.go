@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/bench/load"
-	"github.com/sandgate/sandgate/internal/authapi"
+	"github.com/sandgate/sandgate/internal/accountpath/authapi"
 )
 
 // account is a signed-up user.

@@ -1,5 +1,5 @@
 // Package node runs a node proxy the way cmd/nodeproxy does: the shipped
-// assembly (internal/nodeproxyd) with the bench's settings, its informer
+// assembly (internal/requestpath/nodeproxyd) with the bench's settings, its informer
 // caches fed from the bench's lists instead of an API server, its session
 // keys from a JWKS this process serves, and its launch tokens read by the
 // real handshaker from CRI log files the bench writes. Its logs go as JSON
@@ -22,7 +22,7 @@ import (
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/httpprobe"
 	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/nodeproxyd"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
 )
 
 // Issuer and Audience of the bench's session tokens.

@@ -10,7 +10,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/sandgate/sandgate/internal/handshake"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/sandgate/sandgate/bench/node"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -1,6 +1,6 @@
 // Command agent-standin is a STAND-IN for DSH Web, the agent web app that
 // runs in every sandbox pod, for test clusters where the real app is not
-// available. It runs internal/sim/agentapp, the app the simulated kubelet
+// available. It runs internal/testing/sim/agentapp, the app the simulated kubelet
 // runs in-process, as a container process, with the arguments and
 // environment manifests/sandbox/template.yaml gives the real app:
 //

@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/sandgate/sandgate/internal/logbuf"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/logbuf"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // helperEnv makes the test binary run main, for the signal test.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/sandgate/sandgate/internal/settings"
-	"github.com/sandgate/sandgate/internal/sim/agentapp"
+	"github.com/sandgate/sandgate/internal/testing/sim/agentapp"
 )
 
 // Options is every setting of agent-standin, from its arguments and the
@@ -73,7 +73,7 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 
 A STAND-IN for DSH Web, the agent web app of sandgate's sandbox pods, for
 test clusters without the real app: sandgate's simulated agent app
-(internal/sim/agentapp) as a container process. It prints
+(internal/testing/sim/agentapp) as a container process. It prints
 "dsh web: listening on http://<host>:<port>/?token=<token>" to stdout, answers
 /favicon.svg without auth for probes, refuses Host headers other than
 localhost, 127.0.0.1 and DSH_TRUSTED_HOSTS with 400, and stops on SIGTERM.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // TestDrainCommand: "authapi drain", the preStop hook, makes the running

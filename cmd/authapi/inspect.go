@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/sandgate/sandgate/internal/authapi"
-	"github.com/sandgate/sandgate/internal/authapid"
+	"github.com/sandgate/sandgate/internal/accountpath/authapi"
+	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"

@@ -22,14 +22,14 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/accountpath/authapi"
+	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/activity"
-	"github.com/sandgate/sandgate/internal/authapi"
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/sim/simtest"
-	"github.com/sandgate/sandgate/internal/sweeper"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // childEnv makes the test binary run as the authapi command (see

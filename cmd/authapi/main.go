@@ -1,6 +1,6 @@
 // Command authapi runs sandgate's auth API (accounts, JWT sessions, landing
 // page) and, as `authapi jwt inspect`, checks a session token for operators.
-// See internal/authapid for its settings and assembly.
+// See internal/accountpath/authapid for its settings and assembly.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/sandgate/sandgate/internal/authapid"
+	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/drain"
 	"github.com/sandgate/sandgate/internal/settings"
 )

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/authapi"
-	"github.com/sandgate/sandgate/internal/authapid"
+	"github.com/sandgate/sandgate/internal/accountpath/authapi"
+	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) {

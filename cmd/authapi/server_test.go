@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/logbuf"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/testing/logbuf"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // server is one run of the command, in-process, against the test binary's

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sandgate/sandgate/internal/drain"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // TestDrainCommand: "nodeproxy drain" (the preStop hook) drains the proxy

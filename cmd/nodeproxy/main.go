@@ -1,6 +1,6 @@
 // Command nodeproxy runs sandgate's node proxy, one per node: it serves
 // /u/<user>/** from the user's sandbox pod and passes every other path to
-// the auth API. See internal/nodeproxyd for its settings and assembly.
+// the auth API. See internal/requestpath/nodeproxyd for its settings and assembly.
 package main
 
 import (
@@ -9,7 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/sandgate/sandgate/internal/drain"
-	"github.com/sandgate/sandgate/internal/nodeproxyd"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/settings"
 )
 

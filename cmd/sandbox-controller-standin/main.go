@@ -1,7 +1,7 @@
 // Command sandbox-controller-standin is a STAND-IN for the agent-sandbox
 // controller (kubernetes-sigs/agent-sandbox, v1beta1 API), which is not
 // available as a Go module: it runs sandgate's simulated controller
-// (internal/sim/controller) as a process against a real cluster, for test
+// (internal/testing/sim/controller) as a process against a real cluster, for test
 // clusters without the real one. It reconciles Sandboxes, SandboxClaims and
 // SandboxWarmPools and leaves pod placement to the kube-scheduler.
 package main
@@ -13,7 +13,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
-	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 )
 
 func main() { settings.Main(run) }

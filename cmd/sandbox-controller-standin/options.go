@@ -12,7 +12,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/settings"
-	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 )
 
 // Options is every setting of sandbox-controller-standin, as the
@@ -64,7 +64,7 @@ func usage(w io.Writer) {
 
 A STAND-IN for the agent-sandbox controller (kubernetes-sigs/agent-sandbox,
 v1beta1), which is not available as a Go module: sandgate's simulated
-controller (internal/sim/controller) run against a real cluster, for test
+controller (internal/testing/sim/controller) run against a real cluster, for test
 clusters only. It reconciles Sandboxes, SandboxClaims and SandboxWarmPools
 (agents.x-k8s.io and extensions.agents.x-k8s.io v1beta1; the CRDs are in
 manifests/crds), creates pods without a node for the kube-scheduler to

@@ -1,5 +1,5 @@
 // Command sandgate-cluster brings up a real two-node Kubernetes cluster on
-// this machine without Docker (see internal/localcluster), installs
+// this machine without Docker (see internal/clustertools/localcluster), installs
 // sandgate on it from the repository's manifests, prints each node's
 // entry, and keeps it running until Ctrl-C; then it removes everything it
 // made and checks that nothing is left.
@@ -18,7 +18,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/sandgate/sandgate/internal/localcluster"
+	"github.com/sandgate/sandgate/internal/clustertools/localcluster"
 	"github.com/sandgate/sandgate/internal/settings"
 )
 

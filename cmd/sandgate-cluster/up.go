@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/clusterinstall"
-	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/localcluster"
+	"github.com/sandgate/sandgate/internal/clustertools/clusterinstall"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/clustertools/localcluster"
 )
 
 // upOptions are up's flags.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/localcluster"
+	"github.com/sandgate/sandgate/internal/clustertools/localcluster"
 )
 
 // printVersions names every real component the cluster runs with the

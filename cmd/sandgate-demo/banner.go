@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
-	"github.com/sandgate/sandgate/internal/sim/cluster"
+	"github.com/sandgate/sandgate/internal/testing/sim/cluster"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 

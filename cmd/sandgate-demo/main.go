@@ -1,7 +1,7 @@
 // Command sandgate-demo runs sandgate's local platform for `make demo`: a
 // real etcd and kube-apiserver with the agent-sandbox CRDs, a simulated
 // cluster of nodes (the stand-in agent-sandbox controller and kubelet from
-// internal/sim) holding the SandboxTemplate and SandboxWarmPool of
+// internal/testing/sim) holding the SandboxTemplate and SandboxWarmPool of
 // manifests/sandbox, and the platform itself as child processes: auth API
 // replicas and one node proxy per node, configured from the ConfigMaps and
 // RBAC of manifests/authapi and manifests/daemonset. It prints the entry
@@ -33,9 +33,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/controlplane"
-	"github.com/sandgate/sandgate/internal/sim/cluster"
-	"github.com/sandgate/sandgate/internal/sim/controller"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/testing/sim/cluster"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 )
 
 func noEnv(string) string { return "" }

@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/controlplane"
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/sandgate/sandgate/internal/ociimage"
+	"github.com/sandgate/sandgate/internal/clustertools/ociimage"
 )
 
 // buildAll writes every image whose binary exists and prints one line per

@@ -5,7 +5,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/sandgate/sandgate/internal/ociimage"
+	"github.com/sandgate/sandgate/internal/clustertools/ociimage"
 )
 
 // image is one image sandgate-images builds: a static binary and how it runs.

@@ -1,6 +1,6 @@
 // Command sandgate-images builds sandgate's container images without
 // Docker: for each static binary in a directory (make static's bin/static)
-// it assembles a reproducible linux/amd64 image with internal/ociimage and
+// it assembles a reproducible linux/amd64 image with internal/clustertools/ociimage and
 // writes it as a tarball that `ctr -n k8s.io images import` loads, tagged
 // sandgate.local/<name>:<version> for kustomize `images:` entries to point
 // at. See `sandgate-images --help`.

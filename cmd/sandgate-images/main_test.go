@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.uber.org/goleak"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

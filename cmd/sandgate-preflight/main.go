@@ -1,5 +1,5 @@
 // Command sandgate-preflight checks a live cluster for the SSO variant's
-// trust boundary (internal/ssopreflight) and exits non-zero with a reason
+// trust boundary (internal/clustertools/ssopreflight) and exits non-zero with a reason
 // per failed condition. See `sandgate-preflight --help`.
 package main
 
@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandgate/sandgate/internal/clustertools/ssopreflight"
 	"github.com/sandgate/sandgate/internal/settings"
-	"github.com/sandgate/sandgate/internal/ssopreflight"
 )
 
 func main() { settings.Main(run) }

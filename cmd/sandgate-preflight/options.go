@@ -7,8 +7,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/clustertools/ssopreflight"
 	"github.com/sandgate/sandgate/internal/settings"
-	"github.com/sandgate/sandgate/internal/ssopreflight"
 )
 
 // Options is every setting of sandgate-preflight, from the environment and

@@ -2,7 +2,7 @@
 // records, per sandbox, when it last carried traffic and how much work is
 // open on it, and a Reporter that posts that table to the auth API every
 // report interval. The auth API's leader aggregates the tables of all nodes
-// and decides what to suspend (internal/sweeper); this package decides
+// and decides what to suspend (internal/accountpath/sweeper); this package decides
 // nothing.
 //
 // What counts as traffic: the start and end of an HTTP request, request and

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sandgate/sandgate/internal/logbuf"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/logbuf"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // harness is a Handshaker wired to a crafted log directory and a fake app.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // TestShutdownLetsARequestInFlightFinish ends the context while a request

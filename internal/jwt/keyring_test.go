@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestRotationKeepsOldTokensUntilPruned(t *testing.T) {

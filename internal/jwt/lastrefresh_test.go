@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestFetcherLastRefreshFollowsSuccessfulFetches(t *testing.T) {

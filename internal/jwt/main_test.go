@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestStagedKeyIsPublishedBeforeItSigns(t *testing.T) {

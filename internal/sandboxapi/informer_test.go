@@ -10,7 +10,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestInformerSeesCreateUpdateDelete(t *testing.T) {

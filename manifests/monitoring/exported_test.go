@@ -11,10 +11,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/client-go/rest"
 
-	"github.com/sandgate/sandgate/internal/authapid"
+	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/buildinfo"
-	"github.com/sandgate/sandgate/internal/nodeproxyd"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // recorder is a Registerer that keeps the name of every metric registered

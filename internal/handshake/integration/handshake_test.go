@@ -17,8 +17,8 @@ import (
 
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
-	"github.com/sandgate/sandgate/internal/sim/simtest"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

@@ -17,9 +17,9 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
-	"github.com/sandgate/sandgate/internal/sim/kubelet"
-	"github.com/sandgate/sandgate/internal/sim/simtest"
-	"github.com/sandgate/sandgate/internal/testkit"
+	"github.com/sandgate/sandgate/internal/testing/sim/kubelet"
+	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // TestTokenFileInTheSimulatedCluster: a template gives the app an emptyDir

@@ -1,9 +1,0 @@
-package clusterinstall
-
-import (
-	"testing"
-
-	"github.com/sandgate/sandgate/internal/testkit"
-)
-
-func TestMain(m *testing.M) { testkit.Main(m) }

@@ -1,0 +1,238 @@
+package egress
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
+)
+
+const completion = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+
+// TestAgentCallCarriesTheRealKey: the provider gets the real key and none
+// of the credentials the sandbox sent; the sandbox's response and the logs
+// never hold the key.
+func TestAgentCallCarriesTheRealKey(t *testing.T) {
+	e := newEnv(t, nil)
+	status, body := read(t, e.call(aliceIP, "/openai/chat/completions", completion))
+	if status != http.StatusOK || !strings.Contains(body, `"total_tokens":30`) {
+		t.Fatalf("call = %d %q", status, body)
+	}
+	seen := e.provider.requests()
+	if len(seen) != 1 {
+		t.Fatalf("provider saw %d requests, want 1", len(seen))
+	}
+	got := seen[0]
+	if got.Path != "/v1/chat/completions" {
+		t.Errorf("provider path = %q", got.Path)
+	}
+	if a := got.Header.Get("Authorization"); a != "Bearer sk-real-shared-1" {
+		t.Errorf("provider Authorization = %q, want the real key", a)
+	}
+	if v := got.Header.Get("X-Api-Key"); v != "" {
+		t.Errorf("the sandbox's X-Api-Key reached the provider: %q", v)
+	}
+	if got.Body != completion {
+		t.Errorf("provider body = %q", got.Body)
+	}
+	if strings.Contains(body, "sk-real") || strings.Contains(e.logs.String(), "sk-real") {
+		t.Error("the real key reached the sandbox or the logs")
+	}
+	lines := e.auditLines()
+	if len(lines) != 1 {
+		t.Fatalf("audit lines = %d, want 1", len(lines))
+	}
+	a := lines[0]
+	for k, want := range map[string]any{"action": "egress", "user": "alice", "provider": "openai", "outcome": "ok",
+		"status": float64(200), "total_tokens": float64(30), "key": "shared", "client": aliceIP} {
+		if a[k] != want {
+			t.Errorf("audit %s = %v, want %v", k, a[k], want)
+		}
+	}
+}
+
+func TestUnknownCallerRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, ip := range []string{strangerIP, "127.0.0.1"} {
+		if status, _ := read(t, e.call(ip, "/openai/chat/completions", completion)); status != http.StatusForbidden {
+			t.Errorf("call from %s = %d, want 403", ip, status)
+		}
+	}
+	// A user suspended or deleted leaves the caches: refused at once.
+	e.callers.remove(aliceIP)
+	if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusForbidden {
+		t.Errorf("call after alice left = %d, want 403", status)
+	}
+	if n := len(e.provider.requests()); n != 0 {
+		t.Errorf("provider saw %d requests from strangers", n)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
+	tests := []struct {
+		name, path, body string
+		want             int
+	}{
+		{"unknown provider", "/other/chat/completions", completion, http.StatusNotFound},
+		{"path off the allow-list", "/openai/files", completion, http.StatusNotFound},
+		{"dot segment", "/openai/models/../files", completion, http.StatusNotFound},
+		{"escaped path", "/openai/chat%2fcompletions", completion, http.StatusNotFound},
+		{"body over the cap", "/openai/chat/completions", strings.Repeat("x", 2048), http.StatusRequestEntityTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if status, _ := read(t, e.call(aliceIP, tt.path, tt.body)); status != tt.want {
+				t.Errorf("status = %d, want %d", status, tt.want)
+			}
+		})
+	}
+	if n := len(e.provider.requests()); n != 0 {
+		t.Errorf("provider saw %d refused requests", n)
+	}
+}
+
+// TestUpstreamStatusPassesThrough: a provider's refusal reaches the
+// sandbox as it was.
+func TestUpstreamStatusPassesThrough(t *testing.T) {
+	e := newEnv(t, nil)
+	if status, _ := read(t, e.call(aliceIP, "/openai/models/nope", "")); status != http.StatusOK {
+		t.Fatalf("status = %d", status)
+	}
+	e.provider.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		http.Error(w, `{"error":"slow down"}`, http.StatusTooManyRequests)
+	})
+	resp := e.call(aliceIP, "/openai/chat/completions", completion)
+	status, body := read(t, resp)
+	if status != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "7" || !strings.Contains(body, "slow down") {
+		t.Errorf("provider's 429 arrived as %d %q Retry-After %q", status, body, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestBudgets: requests per minute and tokens per day are per user; a
+// spent budget answers 429 with Retry-After, and another user's is
+// untouched.
+func TestBudgets(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writeLimits(`{"users":{"alice":{"requests_per_minute":2}}}`)
+	for i := range 2 {
+		if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusOK {
+			t.Fatalf("alice's call %d = %d", i, status)
+		}
+	}
+	resp := e.call(aliceIP, "/openai/chat/completions", completion)
+	if status, _ := read(t, resp); status != http.StatusTooManyRequests {
+		t.Fatalf("alice's third call in a minute = %d, want 429", status)
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+		t.Errorf("Retry-After = %q, want 1-60 s", resp.Header.Get("Retry-After"))
+	}
+	for i := range 3 {
+		if status, _ := read(t, e.call(bobIP, "/openai/chat/completions", completion)); status != http.StatusOK {
+			t.Fatalf("bob's call %d = %d: alice's budget spent his", i, status)
+		}
+	}
+
+	// Tokens per day, read from the provider's usage: 30 a call, and bob
+	// has used 90.
+	e.writeLimits(`{"default":{"tokens_per_day":140}}`)
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		resp := e.call(bobIP, "/openai/chat/completions", completion)
+		if status, _ := read(t, resp); status != want {
+			t.Fatalf("bob's call %d under 140 tokens a day = %d, want %d", i, status, want)
+		}
+		if want == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+	}
+	if u := e.proxy.budgets.usage("bob"); u.Tokens != 5*30 {
+		t.Errorf("bob's tokens today = %d, want %d", u.Tokens, 5*30)
+	}
+}
+
+// TestStreamArrivesChunkByChunk: the first event reaches the sandbox while
+// the provider still holds the rest, and the stream's usage is counted.
+func TestStreamArrivesChunkByChunk(t *testing.T) {
+	e := newEnv(t, nil)
+	resp := e.call(aliceIP, "/openai/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("stream = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(resp.Body)
+	first, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(first, `"one"`) {
+		t.Fatalf("first event = %q, %v", first, err)
+	}
+	close(e.provider.release) // only now does the provider send the rest
+	rest := new(strings.Builder)
+	if _, err := r.WriteTo(rest); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rest.String(), `"two"`) || !strings.Contains(rest.String(), "[DONE]") {
+		t.Errorf("rest of the stream = %q", rest.String())
+	}
+	if body := e.provider.requests()[0].Body; !strings.Contains(body, `"include_usage":true`) {
+		t.Errorf("streamed request did not ask for usage: %q", body)
+	}
+	testkit.Eventually(t, "stream's tokens counted", func() bool { return e.proxy.budgets.usage("alice").Tokens == 30 })
+}
+
+// TestKeyRotationAndUserKeys: a key replaced in the Secret's files is used
+// on the next call, and a user's own key wins over the shared one.
+func TestKeyRotationAndUserKeys(t *testing.T) {
+	e := newEnv(t, nil)
+	auth := func() string {
+		reqs := e.provider.requests()
+		return reqs[len(reqs)-1].Header.Get("Authorization")
+	}
+	read(t, e.call(aliceIP, "/openai/chat/completions", completion))
+	if a := auth(); a != "Bearer sk-real-shared-1" {
+		t.Fatalf("first key = %q", a)
+	}
+	e.writeKey("openai", "sk-real-shared-2")
+	read(t, e.call(aliceIP, "/openai/chat/completions", completion))
+	if a := auth(); a != "Bearer sk-real-shared-2" {
+		t.Fatalf("after rotation = %q, want the new key", a)
+	}
+	e.writeKey("openai.bob", "sk-real-bob")
+	read(t, e.call(bobIP, "/openai/chat/completions", completion))
+	if a := auth(); a != "Bearer sk-real-bob" {
+		t.Errorf("bob's call = %q, want his own key", a)
+	}
+	read(t, e.call(aliceIP, "/openai/chat/completions", completion))
+	if a := auth(); a != "Bearer sk-real-shared-2" {
+		t.Errorf("alice's call = %q, want the shared key", a)
+	}
+	lines := e.auditLines()
+	if k := lines[2]["key"]; k != "user" {
+		t.Errorf("audit key for bob = %v, want user", k)
+	}
+}
+
+func TestMissingKeyIs503(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Providers[0].Key = "absent" })
+	if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusServiceUnavailable {
+		t.Errorf("status = %d, want 503", status)
+	}
+}
+
+// TestShutdownDrainsThenReturns: shutdown waits for an open token stream
+// up to DrainTimeout, then returns while it is still open.
+func TestShutdownDrainsThenReturns(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.DrainTimeout = 100 * time.Millisecond })
+	resp := e.call(aliceIP, "/openai/chat/completions", `{"stream":true}`)
+	r := bufio.NewReader(resp.Body)
+	if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, `"one"`) {
+		t.Fatalf("first event = %q, %v", first, err)
+	}
+	if err := e.stop(); err != nil {
+		t.Fatalf("Serve = %v after the drain", err)
+	}
+	close(e.provider.release)
+	resp.Body.Close()
+}

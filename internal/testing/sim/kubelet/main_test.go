@@ -1,0 +1,13 @@
+package kubelet
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
+)
+
+func TestMain(m *testing.M) {
+	testkit.Main(m, goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"))
+}
