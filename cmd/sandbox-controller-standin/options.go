@@ -41,7 +41,7 @@ func Defaults() Options {
 
 func (o *Options) settings() []settings.Setting {
 	return []settings.Setting{
-		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&o.Kubeconfig)),
+		settings.Kubeconfig(&o.Kubeconfig),
 		settings.Var("namespace", "NAMESPACE", "comma-separated namespaces to watch; empty watches all", settings.String(&o.Namespaces)),
 		settings.Var("cluster-domain", "CLUSTER_DOMAIN", "cluster DNS domain that ends status.serviceFQDN", settings.String(&o.ClusterDomain)),
 		settings.Var("workers", "WORKERS", "reconcile workers", settings.Int(&o.Workers)),

@@ -112,12 +112,8 @@ func (c config) validate() error {
 	if c.httpPort < 1 || c.httpPort+c.nodes > 65536 {
 		errs = append(errs, fmt.Errorf("--http-port %d leaves no room for %d nodes", c.httpPort, c.nodes))
 	}
-	if m, err := userorigin.ParseMode(c.routingMode); err != nil {
-		errs = append(errs, fmt.Errorf("--routing-mode: %w", err))
-	} else if m == userorigin.Subdomain {
-		if err := userorigin.ValidateDomain(c.userDomain); err != nil {
-			errs = append(errs, fmt.Errorf("--user-domain: %w", err))
-		}
+	if _, err := userorigin.Check("--routing-mode", c.routingMode, "--user-domain", c.userDomain); err != nil {
+		errs = append(errs, err)
 	}
 	if c.httpHost == "" {
 		errs = append(errs, errors.New("--http-host is empty"))

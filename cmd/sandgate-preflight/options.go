@@ -35,7 +35,7 @@ func Defaults() Options {
 
 func (o *Options) settings() []settings.Setting {
 	return []settings.Setting{
-		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&o.Kubeconfig)),
+		settings.Kubeconfig(&o.Kubeconfig),
 		settings.Var("node-namespace", "NODE_NAMESPACE", "namespace of the node proxies", settings.String(&o.NodeNamespace)),
 		settings.Var("proxy-namespace", "PROXY_NAMESPACE", "namespace of oauth2-proxy", settings.String(&o.ProxyNamespace)),
 		settings.Var("auth-namespace", "AUTH_NAMESPACE", "namespace of the auth API", settings.String(&o.AuthNamespace)),

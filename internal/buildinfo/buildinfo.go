@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // version is set with -ldflags "-X github.com/sandgate/sandgate/internal/buildinfo.version=v0.4.0".
@@ -47,9 +48,25 @@ func (i Info) String() string {
 	return fmt.Sprintf("version %s, revision %s, %s", i.Version, i.Revision, i.GoVersion)
 }
 
+// Registry returns a fresh registry holding the Go and process collectors
+// and component's sandgate_build_info gauge: what a daemon serves on
+// /metrics when it is given no registry of its own.
+func Registry(component string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), gauge(component))
+	return reg
+}
+
 // Register adds the constant gauge sandgate_build_info{component,version,revision,goversion} = 1
 // to reg.
 func Register(reg prometheus.Registerer, component string) error {
+	if err := reg.Register(gauge(component)); err != nil {
+		return fmt.Errorf("register sandgate_build_info: %w", err)
+	}
+	return nil
+}
+
+func gauge(component string) prometheus.Gauge {
 	i := Read()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "sandgate", Name: "build_info",
@@ -59,8 +76,5 @@ func Register(reg prometheus.Registerer, component string) error {
 		},
 	})
 	g.Set(1)
-	if err := reg.Register(g); err != nil {
-		return fmt.Errorf("register sandgate_build_info: %w", err)
-	}
-	return nil
+	return g
 }

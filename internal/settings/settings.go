@@ -29,6 +29,12 @@ func Var(flagName, env, help string, v flag.Value) Setting {
 	return Setting{Flag: flagName, Env: env, Help: help, Value: v}
 }
 
+// Kubeconfig declares the cluster access setting every command that talks
+// to the API server takes, landing in p.
+func Kubeconfig(p *string) Setting {
+	return Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", String(p))
+}
+
 // ErrVersion is what Load returns for --version, after printing the build
 // to out.
 var ErrVersion = errors.New("version requested")

@@ -21,8 +21,34 @@ const (
 	Subdomain Mode = "subdomain"
 )
 
-// ParseMode reads ROUTING_MODE; empty means Path.
-func ParseMode(s string) (Mode, error) {
+// Check reads a routing mode and, in subdomain routing, its user domain.
+// modeName and domainName are the two settings as the caller's user sets
+// them (ROUTING_MODE, --user-domain); a wrong one's error starts with its
+// name, or with nothing when the name is empty. The mode is returned
+// whenever it parses, even when the domain is wrong, so that the caller can
+// go on checking its own subdomain settings.
+func Check(modeName, mode, domainName, domain string) (Mode, error) {
+	m, err := parseMode(mode)
+	if err != nil {
+		return "", named(modeName, err)
+	}
+	if m == Subdomain {
+		if err := validateDomain(domain); err != nil {
+			return m, named(domainName, err)
+		}
+	}
+	return m, nil
+}
+
+func named(name string, err error) error {
+	if name == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// parseMode reads a routing mode; empty means Path.
+func parseMode(s string) (Mode, error) {
 	switch Mode(s) {
 	case "", Path:
 		return Path, nil
@@ -35,9 +61,9 @@ func ParseMode(s string) (Mode, error) {
 // EnterPath is where a user origin takes its entry code.
 const EnterPath = "/_sandgate/enter"
 
-// ValidateDomain checks USER_DOMAIN: a lower-case DNS name without port,
-// under which each user gets one label.
-func ValidateDomain(domain string) error {
+// validateDomain checks a user domain: a lower-case DNS name without
+// port, under which each user gets one label.
+func validateDomain(domain string) error {
 	if domain == "" {
 		return fmt.Errorf("user domain is required in %s routing", Subdomain)
 	}

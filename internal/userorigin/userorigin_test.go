@@ -63,17 +63,30 @@ func TestSafeNext(t *testing.T) {
 	}
 }
 
-func TestParseModeAndDomain(t *testing.T) {
-	if m, err := ParseMode(""); err != nil || m != Path {
-		t.Errorf("empty mode: %q %v", m, err)
-	}
-	if _, err := ParseMode("subdomains"); err == nil {
-		t.Error("unknown mode accepted")
-	}
-	for d, ok := range map[string]bool{"u.example.com": true, "localhost": true, "": false, "U.example.com": false, "u.example.com:80": false, ".u": false, "a..b": false} {
-		if err := ValidateDomain(d); (err == nil) != ok {
-			t.Errorf("ValidateDomain(%q) = %v", d, err)
+func TestCheck(t *testing.T) {
+	for _, tt := range []struct {
+		mode, domain string
+		want         Mode
+		err          string
+	}{
+		{"", "", Path, ""},
+		{"path", "Not A Domain", Path, ""},
+		{"subdomain", "u.example.com", Subdomain, ""},
+		{"subdomain", "localhost", Subdomain, ""},
+		{"subdomains", "u.example.com", "", `MODE: routing mode "subdomains" is neither`},
+		{"subdomain", "", Subdomain, "DOMAIN: user domain is required"},
+		{"subdomain", "U.example.com", Subdomain, "DOMAIN: user domain"},
+		{"subdomain", "u.example.com:80", Subdomain, "DOMAIN: user domain"},
+		{"subdomain", ".u", Subdomain, "DOMAIN: user domain"},
+		{"subdomain", "a..b", Subdomain, "DOMAIN: user domain"},
+	} {
+		m, err := Check("MODE", tt.mode, "DOMAIN", tt.domain)
+		if m != tt.want || (err == nil) != (tt.err == "") || err != nil && !strings.HasPrefix(err.Error(), tt.err) {
+			t.Errorf("Check(%q, %q) = %q, %v; want %q, error starting %q", tt.mode, tt.domain, m, err, tt.want, tt.err)
 		}
+	}
+	if _, err := Check("", "subdomain", "", ""); err == nil || !strings.HasPrefix(err.Error(), "user domain") {
+		t.Errorf("unnamed domain error = %v, want it to start with the rule", err)
 	}
 }
 

@@ -48,9 +48,25 @@ func Headers(csp string) [][2]string {
 	}
 }
 
-// StyleFunc is the template function "style" that puts Style into a
-// template's <style> element unescaped.
-func StyleFunc() template.CSS { return template.CSS(Style) }
+// shared holds the template function "style", which puts Style into a
+// template's <style> element unescaped, and the templates any page may
+// call: "facts" shows a [][2]string as a term/description list, nothing
+// when it is empty.
+var shared = template.Must(template.New("").Funcs(template.FuncMap{
+	"style": func() template.CSS { return template.CSS(Style) },
+}).Parse(`{{define "facts"}}
+{{- if .}}
+<dl>
+{{- range .}}
+<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>
+{{- end}}
+</dl>
+{{- end}}
+{{- end}}`))
+
+// Templates returns a new template set with the shared function and
+// templates, to parse a page's own templates into.
+func Templates() *template.Template { return template.Must(shared.Clone()) }
 
 // Link is one next step a message page offers.
 type Link struct {
@@ -76,7 +92,7 @@ type Message struct {
 	Alert bool
 }
 
-var messageTmpl = template.Must(template.New("message").Funcs(template.FuncMap{"style": StyleFunc}).Parse(`<!doctype html>
+var messageTmpl = template.Must(Templates().New("message").Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -94,13 +110,7 @@ var messageTmpl = template.Must(template.New("message").Funcs(template.FuncMap{"
 {{- range $i, $l := .Lines}}
 <p{{if and $.Alert (eq $i 0)}} class="error" role="alert"{{end}}>{{$l}}</p>
 {{- end}}
-{{- if .Facts}}
-<dl>
-{{- range .Facts}}
-<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>
-{{- end}}
-</dl>
-{{- end}}
+{{- template "facts" .Facts}}
 {{- if .Links}}
 <nav aria-label="Next steps">
 {{- range .Links}}

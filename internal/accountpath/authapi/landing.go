@@ -44,7 +44,7 @@ type pages struct {
 }
 
 func loadPages(formTargets ...string) (*pages, error) {
-	tmpl, err := template.New("").Funcs(template.FuncMap{"style": webpage.StyleFunc}).ParseFS(templateFS, "templates/*.html")
+	tmpl, err := webpage.Templates().ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("parse templates: %w", err)
 	}

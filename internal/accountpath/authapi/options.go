@@ -184,12 +184,8 @@ func (o Options) Validate() error {
 	if o.OriginCookieName != "" && (!validCookieName(o.OriginCookieName) || o.OriginCookieName == o.CookieName) {
 		bad("origin cookie name %q is not a valid cookie token distinct from the session cookie's", o.OriginCookieName)
 	}
-	if _, err := userorigin.ParseMode(string(o.RoutingMode)); err != nil {
+	if _, err := userorigin.Check("", string(o.RoutingMode), "", o.UserDomain); err != nil {
 		bad("%v", err)
-	} else if o.RoutingMode == userorigin.Subdomain {
-		if err := userorigin.ValidateDomain(o.UserDomain); err != nil {
-			bad("%v", err)
-		}
 	}
 	if o.EntryCodeTTL < 0 {
 		bad("entry code TTL %v is negative", o.EntryCodeTTL)

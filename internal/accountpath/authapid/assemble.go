@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/accountpath/authapi"
@@ -105,12 +104,7 @@ func (d *Daemon) assemble(deps Deps) error {
 	}
 	proxies, _ := c.trustedProxies() // validated
 	if d.reg == nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if err := buildinfo.Register(reg, "authapi"); err != nil {
-			return err
-		}
-		d.reg = reg
+		d.reg = buildinfo.Registry("authapi")
 	}
 	for _, addr := range []string{c.ListenAddr, c.InternalAddr, c.OpsAddr} {
 		if addr == "" {

@@ -85,7 +85,7 @@ func (c *Config) Settings() []settings.Setting {
 		settings.Var("listen-addr", "LISTEN_ADDR", "public listener (landing page, signup, login, JWKS; /internal/ too unless --internal-addr)", settings.String(&c.ListenAddr)),
 		settings.Var("internal-addr", "INTERNAL_ADDR", "separate listener for /internal/ routes and the JWKS; empty serves them on --listen-addr", settings.String(&c.InternalAddr)),
 		settings.Var("ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", settings.String(&c.OpsAddr)),
-		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&c.Kubeconfig)),
+		settings.Kubeconfig(&c.Kubeconfig),
 		settings.Var("namespace", "NAMESPACE", "namespace of the account claims and the signing Secret", settings.String(&c.Namespace)),
 		settings.Var("claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", settings.String(&c.ClaimPrefix)),
 		settings.Var("warm-pool", "WARM_POOL", "SandboxWarmPool new claims adopt from", settings.String(&c.WarmPool)),
@@ -206,12 +206,8 @@ func (c Config) Validate() error {
 		c.LeaseDuration%time.Second != 0 || c.RenewDeadline >= c.LeaseDuration || float64(c.RenewDeadline) <= 1.2*float64(c.RetryPeriod) {
 		bad("leader election needs 1.2 x LEADER_RETRY_PERIOD %v < LEADER_RENEW_DEADLINE %v < LEADER_LEASE_DURATION %v (whole seconds)", c.RetryPeriod, c.RenewDeadline, c.LeaseDuration)
 	}
-	if m, err := userorigin.ParseMode(c.RoutingMode); err != nil {
-		bad("ROUTING_MODE: %v", err)
-	} else if m == userorigin.Subdomain {
-		if err := userorigin.ValidateDomain(c.UserDomain); err != nil {
-			bad("USER_DOMAIN: %v", err)
-		}
+	if _, err := userorigin.Check("ROUTING_MODE", c.RoutingMode, "USER_DOMAIN", c.UserDomain); err != nil {
+		errs = append(errs, err)
 	}
 	if c.EntryCodeTTL <= 0 || c.EntryCodeTTL > 10*time.Minute {
 		bad("ENTRY_CODE_TTL %v must be positive and at most 10m", c.EntryCodeTTL)

@@ -304,12 +304,11 @@ func (o Options) Validate() error {
 	if o.ActivityPath != "" && !strings.HasPrefix(o.ActivityPath, "/") {
 		bad("activity path %q must start with /", o.ActivityPath)
 	}
-	if _, err := userorigin.ParseMode(string(o.RoutingMode)); err != nil {
+	m, err := userorigin.Check("", string(o.RoutingMode), "", o.UserDomain)
+	if err != nil {
 		bad("%v", err)
-	} else if o.RoutingMode == userorigin.Subdomain {
-		if err := userorigin.ValidateDomain(o.UserDomain); err != nil {
-			bad("%v", err)
-		}
+	}
+	if m == userorigin.Subdomain {
 		if o.OriginVerifier == nil || o.EntryVerifier == nil {
 			bad("origin session and entry code verifiers are required in subdomain routing")
 		}

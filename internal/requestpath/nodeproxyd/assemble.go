@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/activity"
@@ -119,12 +118,7 @@ func (d *Daemon) assemble(deps Deps) error {
 		sources = Clients{Kube: kube, Sandboxes: sb}
 	}
 	if d.reg == nil {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		if err := buildinfo.Register(reg, "nodeproxy"); err != nil {
-			return err
-		}
-		d.reg = reg
+		d.reg = buildinfo.Registry("nodeproxy")
 	}
 
 	var err error

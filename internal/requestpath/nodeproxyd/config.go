@@ -113,7 +113,7 @@ func (c *Config) settings() []settings.Setting {
 		settings.Var("tls-key-file", "TLS_KEY_FILE", "PEM private key of TLS_CERT_FILE", settings.String(&c.TLSKeyFile)),
 		settings.Var("ops-addr", "OPS_ADDR", "listener for /healthz, /readyz and /metrics", settings.String(&c.OpsAddr)),
 		settings.Var("node-name", "NODE_NAME", "this node (the downward API's spec.nodeName); required", settings.String(&c.NodeName)),
-		settings.Var("kubeconfig", "KUBECONFIG", "kubeconfig file; empty uses the in-cluster ServiceAccount", settings.String(&c.Kubeconfig)),
+		settings.Kubeconfig(&c.Kubeconfig),
 		settings.Var("namespace", "NAMESPACE", "namespace of the account claims, Sandboxes and sandbox pods", settings.String(&c.Namespace)),
 		settings.Var("claim-prefix", "CLAIM_PREFIX", "a user's claim is named <prefix><user>", settings.String(&c.ClaimPrefix)),
 		settings.Var("app-container", "APP_CONTAINER", "the agent app's container in a sandbox pod; empty means the first", settings.String(&c.AppContainer)),
@@ -212,12 +212,11 @@ func (c Config) Validate() error {
 			bad("%s must not be empty", name)
 		}
 	}
-	if m, err := userorigin.ParseMode(c.RoutingMode); err != nil {
-		bad("ROUTING_MODE: %v", err)
-	} else if m == userorigin.Subdomain {
-		if err := userorigin.ValidateDomain(c.UserDomain); err != nil {
-			bad("USER_DOMAIN: %v", err)
-		}
+	m, err := userorigin.Check("ROUTING_MODE", c.RoutingMode, "USER_DOMAIN", c.UserDomain)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if m == userorigin.Subdomain {
 		if u, err := url.Parse(c.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			bad("PUBLIC_ORIGIN %q must be http(s)://host[:port] in subdomain routing", c.PublicOrigin)
 		}
