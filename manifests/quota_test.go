@@ -1,6 +1,7 @@
 package manifests_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,9 +52,12 @@ func TestEveryVariantBoundsAccounts(t *testing.T) {
 }
 
 // TestQuotaRefusesClaimsPastTheLimit applies the shipped quota, its claim
-// count lowered to 1, to a namespace of the real API server: the first
-// claim passes and the second is refused, so the resource name counts
-// SandboxClaims (a misspelt one would bound nothing).
+// count lowered to 1, to a namespace of the real API server: once the quota
+// has counted a claim, the next is refused, so the resource name counts
+// SandboxClaims (a misspelt one would bound nothing). The API server admits
+// against its informer's copy of the quota, which may not hold a just-created
+// quota yet: claims made before it does are not counted, so the test makes
+// claims until the quota's status counts one.
 func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
 	n := testkit.NewNamespace(t)
 	ns, cs := n.Name, n.Kube
@@ -78,18 +82,30 @@ func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims := n.SB.SandboxClaims(ns)
-	for i, user := range []string{"first", "second"} {
-		c := &extensions.SandboxClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "dsh-" + user, Namespace: ns},
+	made := 0
+	claim := func() error {
+		made++
+		_, err := claims.Create(t.Context(), &extensions.SandboxClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dsh-user-%d", made), Namespace: ns},
 			Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "dsh-pool"}},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	testkit.EventuallyNil(t, "the quota counts a claim", func() error {
+		if err := claim(); err != nil {
+			t.Fatalf("claim %d, within the quota, was refused: %v", made, err)
 		}
-		_, err := claims.Create(t.Context(), c, metav1.CreateOptions{})
-		switch {
-		case i == 0 && err != nil:
-			t.Fatalf("the first claim was refused: %v", err)
-		case i == 1 && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota")):
-			t.Fatalf("the second claim: got %v, want refused for exceeding the quota", err)
+		got, err := cs.CoreV1().ResourceQuotas(ns).Get(t.Context(), q.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
+		if used := got.Status.Used[claimCount]; used.Value() != 1 {
+			return fmt.Errorf("the quota counts %s claims after %d made", used.String(), made)
+		}
+		return nil
+	})
+	if err := claim(); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
+		t.Fatalf("the claim past the quota: got %v, want refused for exceeding the quota", err)
 	}
 }
 
