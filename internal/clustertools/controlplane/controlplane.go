@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/sandgate/sandgate/internal/clustertools/certs"
 	"github.com/sandgate/sandgate/internal/httpprobe"
 )
 
@@ -172,7 +173,7 @@ func (o Options) apiServerArgs() []string {
 // writeKubeletClient issues the certificate the API server presents to
 // kubelets (logs, exec, port-forward) and returns its flags.
 func (c *ControlPlane) writeKubeletClient() ([]string, error) {
-	cert, key, err := c.pki.client("kube-apiserver-kubelet-client", "system:masters")
+	cert, key, err := c.pki.ca.Issue(certs.Client("kube-apiserver-kubelet-client", "system:masters"))
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +292,7 @@ func (c *ControlPlane) Stop() error {
 func (c *ControlPlane) AdminConfig() *rest.Config {
 	return &rest.Config{
 		Host:            c.url,
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caCert, CertData: c.pki.adminCert, KeyData: c.pki.adminKey},
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.ca.PEM, CertData: c.pki.adminCert, KeyData: c.pki.adminKey},
 		QPS:             200,
 		Burst:           400,
 	}
@@ -299,5 +300,5 @@ func (c *ControlPlane) AdminConfig() *rest.Config {
 
 // AnonymousConfig returns a config with the server's CA and no credentials.
 func (c *ControlPlane) AnonymousConfig() *rest.Config {
-	return &rest.Config{Host: c.url, TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caCert}}
+	return &rest.Config{Host: c.url, TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.ca.PEM}}
 }

@@ -1,15 +1,13 @@
 package controlplane
 
 import (
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"os"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/sandgate/sandgate/internal/clustertools/certs"
 )
 
 // WriteKubeconfig writes a kubeconfig file at path whose user is a client
@@ -17,30 +15,16 @@ import (
 // "system:node:<name>" in "system:nodes" for a kubelet,
 // "system:kube-proxy" for kube-proxy, and so on.
 func (c *ControlPlane) WriteKubeconfig(path, cn string, orgs ...string) error {
-	cert, key, err := c.pki.client(cn, orgs...)
+	cert, key, err := c.pki.ca.Issue(certs.Client(cn, orgs...))
 	if err != nil {
 		return err
 	}
-	return writeKubeconfig(path, c.url, c.pki.caCert, cert, key)
-}
-
-// client issues a client certificate for cn in the groups orgs.
-func (p *pki) client(cn string, orgs ...string) (certPEM, keyPEM []byte, err error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, nil, fmt.Errorf("pick a serial for %s: %w", cn, err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	return issue(p.ca, p.caKey, tmpl)
+	return writeKubeconfig(path, c.url, c.pki.ca.PEM, cert, key)
 }
 
 // WriteAdminKubeconfig writes a cluster-admin kubeconfig file at path.
 func (c *ControlPlane) WriteAdminKubeconfig(path string) error {
-	return writeKubeconfig(path, c.url, c.pki.caCert, c.pki.adminCert, c.pki.adminKey)
+	return writeKubeconfig(path, c.url, c.pki.ca.PEM, c.pki.adminCert, c.pki.adminKey)
 }
 
 // CAPath is the file holding the CA certificate of the API server and of
