@@ -22,3 +22,16 @@ func TestSetFillsOnlyZeroFields(t *testing.T) {
 		t.Errorf("after Set: %+v", o)
 	}
 }
+
+func TestClockFillsOnlyANilClock(t *testing.T) {
+	var unset func() time.Time
+	Clock(&unset)
+	if unset == nil || time.Since(unset()) > time.Minute {
+		t.Error("a nil clock is not time.Now after Clock")
+	}
+	fixed := func() time.Time { return time.Time{} }
+	Clock(&fixed)
+	if !fixed().IsZero() {
+		t.Error("Clock replaced a clock that was set")
+	}
+}

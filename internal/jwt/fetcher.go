@@ -92,9 +92,7 @@ func NewJWKSFetcher(opts FetcherOptions) (*JWKSFetcher, error) {
 	defaults.Set(&opts.RefreshInterval, defaultRefreshInterval)
 	defaults.Set(&opts.MinRefreshInterval, defaultMinRefreshInterval)
 	defaults.Set(&opts.FetchTimeout, defaultFetchTimeout)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	gojwt "github.com/golang-jwt/jwt/v5"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 // defaultLifetime is the token lifetime when SignerOptions.Lifetime is zero.
@@ -58,9 +60,7 @@ func NewSigner(opts SignerOptions) (*Signer, error) {
 	if opts.Lifetime == 0 {
 		opts.Lifetime = defaultLifetime
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	return &Signer{opts: opts}, nil
 }
 

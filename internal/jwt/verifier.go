@@ -9,6 +9,8 @@ import (
 
 	gojwt "github.com/golang-jwt/jwt/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 const (
@@ -85,9 +87,7 @@ func NewVerifier(opts VerifierOptions) (*Verifier, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.CacheSize == 0 {
 		opts.CacheSize = defaultCacheSize
 	}

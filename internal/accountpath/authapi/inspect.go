@@ -72,9 +72,7 @@ func Inspect(ctx context.Context, raw string, o InspectOptions) Report {
 	defaults.Set(&o.Audience, DefaultAudience)
 	defaults.Set(&o.ClaimPrefix, DefaultClaimPrefix)
 	defaults.Set(&o.CookieMaxAge, DefaultCookieMaxAge)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	rep := Report{Revocation: "not checked"}
 	tok := TokenFromInput(raw)
 	d, err := jwt.Decode(tok)

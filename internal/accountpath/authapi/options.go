@@ -223,9 +223,7 @@ func (o Options) withDefaults() Options {
 			Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: forwardTimeout,
 		}}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	return o
 }
 

@@ -99,9 +99,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.UpstreamIdle, DefaultUpstreamIdle)
 	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
 	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	defaults.Set(&o.Audit, o.Logger)
 	return o

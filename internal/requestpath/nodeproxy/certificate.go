@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/sandgate/sandgate/internal/defaults"
 )
 
 // DefaultCertCheckInterval is how often at most a Certificate looks at its
@@ -56,9 +58,7 @@ func NewCertificate(o CertificateOptions) (*Certificate, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	c := &Certificate{o: o, log: o.Logger.With("component", "tls", "cert_file", o.CertFile, "key_file", o.KeyFile)}
 	seen, err := c.stat()
 	if err != nil {

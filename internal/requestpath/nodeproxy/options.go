@@ -385,9 +385,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
 	defaults.Set(&o.RetryAfter, DefaultRetryAfter)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	return o
 }
 

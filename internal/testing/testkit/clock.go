@@ -29,8 +29,8 @@ func NewSteppingClock(start time.Time, step time.Duration) *Clock {
 	return &Clock{at: start, step: step}
 }
 
-// NewOffsetClock returns a clock that runs with the wall clock, moved
-// forward by every Advance: for code that also waits on real timers.
+// NewOffsetClock returns a clock that runs with the wall clock, offset by
+// every Advance: for code that also waits on real timers.
 func NewOffsetClock() *Clock { return &Clock{wall: true} }
 
 // Now returns the clock's time.
@@ -44,7 +44,7 @@ func (c *Clock) Now() time.Time {
 	return c.at
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock by d: forward, or back when d is negative.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -167,9 +167,7 @@ func New(opts Options) *App {
 	defaults.Set(&opts.EventInterval, defaultEventInterval)
 	defaults.Set(&opts.MaxUploadBytes, defaultMaxUploadBytes)
 	defaults.Set(&opts.ShutdownTimeout, defaultShutdownTimeout)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	defaults.Clock(&opts.Now)
 	if opts.NewToken == nil {
 		opts.NewToken = newToken
 	}

@@ -119,9 +119,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.LogMaxLine, DefaultLogMaxLine)
 	defaults.Set(&o.ProbeInterval, defaultProbeInterval)
 	defaults.Set(&o.StopTimeout, defaultStopTimeout)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	defaults.Clock(&o.Now)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }
