@@ -27,6 +27,9 @@ var (
 	ErrBadInvite = errors.New("a valid invite code is required")
 	// ErrBadOrigin reports a mutation whose Origin or Referer is not this site.
 	ErrBadOrigin = errors.New("cross-origin request refused")
+	// ErrNotNavigation reports a session-authenticated request for a new
+	// bearer token that is not a top-level navigation (checkTokenRecipient).
+	ErrNotNavigation = errors.New("a new token is only shown on a page the browser opens: scripts must use the bearer token, browsers the form on the account page")
 	// ErrExists reports a signup for a user that already has an account.
 	ErrExists = errors.New("user already exists: log in with your token")
 	// ErrBadCredentials reports a login that failed, for whatever reason.
@@ -90,6 +93,8 @@ func statusOf(err error) (code int, reason, message string) {
 		return http.StatusForbidden, "bad_invite", ErrBadInvite.Error()
 	case errors.Is(err, ErrBadOrigin):
 		return http.StatusForbidden, "bad_origin", ErrBadOrigin.Error()
+	case errors.Is(err, ErrNotNavigation):
+		return http.StatusForbidden, "not_navigation", ErrNotNavigation.Error()
 	case errors.Is(err, ErrBadEntryCode):
 		return http.StatusForbidden, "bad_entry_code", ErrBadEntryCode.Error()
 	case errors.Is(err, ErrForbidden):

@@ -11,16 +11,17 @@ const clearSiteData = `"cache", "cookies", "storage"`
 // handleLogout ends the session of the cookie: its sid goes on the claim's
 // revoked list, so every node proxy refuses it (and renewal stops) as soon
 // as its claim informer sees the change. Without a valid session it only
-// clears the cookies. Every answer carries Clear-Site-Data, so the browser
-// also drops what agents left on this origin (in path routing they share
-// it): cookies, storage (service workers included) and cache. A browser is
-// sent back to the landing page; other clients get 204.
+// clears the cookies. A logout from another site is refused, cookie or
+// not (checkLogoutOrigin). Every other answer carries Clear-Site-Data, so
+// the browser also drops what agents left on this origin (in path routing
+// they share it): cookies, storage (service workers included) and cache.
+// A browser is sent back to the landing page; other clients get 204.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkLogoutOrigin(r); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if s.hasSessionCookie(r) {
-		if err := s.checkOrigin(r); err != nil {
-			s.fail(w, r, err)
-			return
-		}
 		ck, _ := r.Cookie(s.opts.CookieName)
 		if c, err := s.verifier.VerifyIgnoringExpiry(ck.Value); err == nil {
 			noteActor(r, c.User, authSession)
@@ -33,6 +34,19 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.signedOut(w, r)
+}
+
+// checkLogoutOrigin refuses a logout from another site. With a session
+// cookie it needs a same-origin Origin or Referer (checkOrigin). Without
+// one it is checked too when it names where it comes from: a cross-site
+// form carries no cookie (SameSite=Lax) but would still get
+// Clear-Site-Data, which in path routing wipes the storage of every agent
+// on the origin. A request with neither header (an API client) passes.
+func (s *Server) checkLogoutOrigin(r *http.Request) error {
+	if s.hasSessionCookie(r) {
+		return s.checkOrigin(r)
+	}
+	return s.checkOriginIfPresent(r)
 }
 
 // handleLogoutEverywhere ends every session of the account in the path

@@ -23,12 +23,17 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	return s.sameHost(r, src)
 }
 
-// checkOriginIfPresent refuses a request whose Origin names another site,
-// and lets through requests without one (API clients). Signup and login use
-// it: they carry no cookie to abuse, but a cross-site form must not log a
-// browser into someone else's account.
+// checkOriginIfPresent refuses a request whose Origin, or Referer when
+// Origin is absent, names another site ("null" included), and lets
+// through requests with neither (API clients). Signup and login use it:
+// they carry no cookie to abuse, but a cross-site form must not log a
+// browser into someone else's account. So does a logout without a cookie,
+// which must not clear the origin's site data from another site.
 func (s *Server) checkOriginIfPresent(r *http.Request) error {
 	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
 	if src == "" {
 		return nil
 	}

@@ -27,7 +27,8 @@ const (
 // sandbox and workspace) and created again, under a reservation of the
 // name, with a new bearer token. The new claim's UID ends every session of
 // the old one, and the old token. The caller gets a fresh session and the
-// new token, answered like a signup.
+// new token, answered like a signup; so a caller by session cookie must be
+// a top-level navigation (checkTokenRecipient), or nothing is done.
 func (s *Server) handleRecreate(w http.ResponseWriter, r *http.Request) {
 	in, err := s.readInput(w, r)
 	if err != nil {
@@ -36,6 +37,10 @@ func (s *Server) handleRecreate(w http.ResponseWriter, r *http.Request) {
 	}
 	a, _, err := s.actor(w, r, in)
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := checkTokenRecipient(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -176,7 +176,7 @@ func TestRecreateEndsEverySessionAndReplacesTheToken(t *testing.T) {
 		t.Fatal("a refused recreate replaced the claim")
 	}
 
-	resp, body := in.do(t, req{method: "POST", path: "/recreate", cookies: []*http.Cookie{first}, header: in.origin()})
+	resp, body := in.do(t, req{method: "POST", path: "/recreate", cookies: []*http.Cookie{first}, header: withHeaders(in.origin(), navigation)})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("recreate: %d %s", resp.StatusCode, body)
 	}

@@ -18,15 +18,20 @@ import (
 )
 
 // handleRotate replaces the bearer token of the account in the path
-// (POST /users/{user}/token, by bearer token or by session cookie with a
-// same-origin Origin). The old token stops opening the account as soon as
-// each node proxy's and replica's claim informer sees the new hash, and
-// the session epoch is raised, so every session, including any opened
-// with the old token, ends too; the caller gets a fresh session. The new
-// token is answered once: JSON, or a page of its own for a browser.
+// (POST /users/{user}/token, by bearer token, or by session cookie with a
+// same-origin Origin on a top-level navigation: checkTokenRecipient). The
+// old token stops opening the account as soon as each node proxy's and
+// replica's claim informer sees the new hash, and the session epoch is
+// raised, so every session, including any opened with the old token, ends
+// too; the caller gets a fresh session. The new token is answered once:
+// JSON, or a page of its own for a browser.
 func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) {
 	_, a, err := s.pathOwner(w, r, "rotating the token of")
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := checkTokenRecipient(r); err != nil {
 		s.fail(w, r, err)
 		return
 	}

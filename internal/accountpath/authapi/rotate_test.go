@@ -51,12 +51,13 @@ func TestRotateTokenKillsTheOldTokenAndEverySession(t *testing.T) {
 		t.Errorf("login with the old token: %d, want 401", resp.StatusCode)
 	}
 
-	// The landing page's form, same origin, shows the next token once.
+	// The landing page's form, same origin, a top-level navigation, shows
+	// the next token once.
 	resp, page := in.do(t, req{method: "GET", path: "/", cookies: []*http.Cookie{fresh}})
 	if !strings.Contains(page, `action="/users/alice/token"`) {
 		t.Fatalf("landing page offers no rotation: %d", resp.StatusCode)
 	}
-	resp, page = in.do(t, req{method: "POST", path: "/users/alice/token", form: map[string][]string{}, cookies: []*http.Cookie{fresh}, header: in.origin()})
+	resp, page = in.do(t, req{method: "POST", path: "/users/alice/token", form: map[string][]string{}, cookies: []*http.Cookie{fresh}, header: withHeaders(in.origin(), navigation)})
 	next := between(page, "<pre>", "</pre>")
 	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {

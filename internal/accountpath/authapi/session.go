@@ -141,6 +141,28 @@ func (s *Server) actor(w http.ResponseWriter, r *http.Request, in input) (accoun
 	return sess.account, sess.claim, nil
 }
 
+// checkTokenRecipient decides whether the answer to r may carry a new
+// bearer token (token rotation, recreate). A caller that authenticated by
+// bearer token already holds one and may. A caller that authenticated by
+// session cookie may only when the browser says r is a top-level
+// navigation: Sec-Fetch-Mode: navigate and Sec-Fetch-Dest: document,
+// which a browser sets itself and no script can forge. In path routing an
+// agent's script shares this origin, so it sends the cookie and a
+// same-origin Origin with fetch; only this rule keeps it from reading a
+// new token. The navigation it can still cause (a form into a new window
+// or its own tab) lands on the token page, whose COOP cuts it off. Call
+// it after actor authenticated r, before anything changes.
+func checkTokenRecipient(r *http.Request) error {
+	if bearer(r) != "" {
+		return nil
+	}
+	if r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" {
+		return nil
+	}
+	return fmt.Errorf("%w: Sec-Fetch-Mode %q, Sec-Fetch-Dest %q", ErrNotNavigation,
+		r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest"))
+}
+
 // pathOwner reads a mutation of the account in the path (/users/{user}/…)
 // and authenticates its caller as that account's owner: a bearer token is
 // checked against the path's account, and a session of another account is

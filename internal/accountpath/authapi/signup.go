@@ -74,9 +74,17 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 // (never stored, never shown again), with a link on to its agent; one
 // that was not is redirected to its agent. A JSON client gets 201 when
 // the sandbox is Ready and 202 while it still wakes.
+//
+// The token page is sent with Cross-Origin-Opener-Policy: same-origin, so
+// the browser opens it in a browsing context group of its own: a window
+// that an agent's script opened (or the tab an agent page navigated away
+// from, with any window it opened) keeps no handle on it, though in path
+// routing they share its origin. Node proxies drop COOP from apps on the
+// shared origin, so no agent page can be in the token page's group.
 func (s *Server) respondAccount(w http.ResponseWriter, r *http.Request, user, token string, ready bool) {
 	if browser(r) {
 		if token != "" {
+			w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
 			s.renderPage(w, r, http.StatusOK, pageData{Page: "token", User: user, Token: token, AgentURL: agentPath(user)})
 			return
 		}

@@ -86,7 +86,11 @@ func safeName(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 
 // startBrowser starts one headless Chromium for the test, with a fresh
 // profile; the gateway host resolves to the first node proxy and every
-// user origin (subdomain routing) to the second.
+// user origin (subdomain routing) to the second. The main origin, plain
+// HTTP here, is treated as secure, as the HTTPS it is in production:
+// otherwise Chromium sends it no Sec-Fetch-* headers (which the auth API
+// needs to hand a session a new token) and ignores its
+// Cross-Origin-Opener-Policy and Clear-Site-Data.
 func startBrowser(t *testing.T, p *platform) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
@@ -108,6 +112,7 @@ func startBrowser(t *testing.T, p *platform) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("no-proxy-server", true),
 		chromedp.Flag("host-resolver-rules", "MAP "+gatewayHost+" "+host+", MAP *."+userDomain+" "+userHost),
+		chromedp.Flag("unsafely-treat-insecure-origin-as-secure", p.mainOrigin()),
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
