@@ -15,13 +15,20 @@ func (x *Index) addHandlers() error {
 		h   cache.ResourceEventHandlerFuncs
 	}{
 		{x.claims, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { x.notify() },
-			UpdateFunc: func(_, _ any) { x.notify() },
+			AddFunc: func(obj any) {
+				x.notify()
+				x.accountChanged(obj, nil)
+			},
+			UpdateFunc: func(oldObj, newObj any) {
+				x.notify()
+				x.accountChanged(oldObj, newObj)
+			},
 			DeleteFunc: func(obj any) {
 				if c, ok := unwrap[*claimEntry](obj); ok && c.user != "" {
 					x.opts.OnUserGone(c.user)
 				}
 				x.notify()
+				x.accountChanged(obj, nil)
 			},
 		}},
 		{x.sandboxes, cache.ResourceEventHandlerFuncs{
@@ -137,5 +144,63 @@ func (x *Index) WaitReady(ctx context.Context, user string) (Entry, error) {
 		case <-ctx.Done():
 			return e, fmt.Errorf("wait for sandbox: %w", context.Cause(ctx))
 		}
+	}
+}
+
+// accountWatch is one WatchAccount subscription.
+type accountWatch struct{ fn func() }
+
+// WatchAccount calls changed after every add, update or delete of user's
+// claim is in the cache (so Lookup sees it), until stop is called. The
+// node proxy re-checks the sessions of its open WebSockets and streams
+// with it. changed runs on the informer's goroutine: it must not block.
+func (x *Index) WatchAccount(user string, changed func()) (stop func()) {
+	w := &accountWatch{fn: changed}
+	x.watchMu.Lock()
+	if x.watches == nil {
+		x.watches = map[string]map[*accountWatch]struct{}{}
+	}
+	set := x.watches[user]
+	if set == nil {
+		set = map[*accountWatch]struct{}{}
+		x.watches[user] = set
+	}
+	set[w] = struct{}{}
+	x.watchMu.Unlock()
+	return func() {
+		x.watchMu.Lock()
+		defer x.watchMu.Unlock()
+		if set := x.watches[user]; set != nil {
+			delete(set, w)
+			if len(set) == 0 {
+				delete(x.watches, user)
+			}
+		}
+	}
+}
+
+// accountChanged calls the watchers of the users whose claim an event
+// touched: the user of each entry (of a tombstone too), once each.
+func (x *Index) accountChanged(objs ...any) {
+	var users [2]string
+	n := 0
+	for _, obj := range objs {
+		c, ok := unwrap[*claimEntry](obj)
+		if !ok || c.user == "" || (n == 1 && users[0] == c.user) {
+			continue
+		}
+		users[n] = c.user
+		n++
+	}
+	var fns []func()
+	x.watchMu.Lock()
+	for _, u := range users[:n] {
+		for w := range x.watches[u] {
+			fns = append(fns, w.fn)
+		}
+	}
+	x.watchMu.Unlock()
+	for _, fn := range fns {
+		fn()
 	}
 }

@@ -103,6 +103,10 @@ type Index struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
+
+	// watches are WatchAccount's subscribers by user.
+	watchMu sync.Mutex
+	watches map[string]map[*accountWatch]struct{}
 }
 
 // New validates opts and builds the informers; Run starts them.

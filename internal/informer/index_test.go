@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -296,5 +297,51 @@ func TestWaitReadyGivesUpWithContext(t *testing.T) {
 	}
 	if _, err := x.WaitReady(context.Background(), "nobody"); !errors.Is(err, ErrNoAccount) {
 		t.Errorf("WaitReady(nobody) = %v", err)
+	}
+}
+
+// TestWatchAccount: a user's watchers hear of every change of the user's
+// claim once the cache holds it, and of nobody else's; stop ends a watch.
+func TestWatchAccount(t *testing.T) {
+	f := newFakeAPI(t)
+	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
+	f.create(claimsGVR, newClaim("alice", "sa"), testNS)
+	x := running(t, f.options())
+
+	bobEpochs := make(chan int64, 10)
+	stopBob := x.WatchAccount("bob", func() {
+		e, err := x.Lookup("bob")
+		if err != nil {
+			bobEpochs <- -1
+			return
+		}
+		bobEpochs <- e.Account.Epoch
+	})
+	alice := make(chan struct{}, 10)
+	stopAlice := x.WatchAccount("alice", func() { alice <- struct{}{} })
+	defer stopAlice()
+
+	c := newClaim("bob", "sb")
+	c.ResourceVersion, c.Annotations[account.AnnotationSessionEpoch] = "2", "3"
+	f.update(claimsGVR, c, testNS)
+	if got := testkit.Receive(t, "bob's epoch raise", bobEpochs); got != 3 {
+		t.Errorf("bob's watcher saw epoch %d, want 3", got)
+	}
+	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
+	if got := testkit.Receive(t, "bob's delete", bobEpochs); got != -1 {
+		t.Errorf("bob's watcher saw epoch %d after the delete, want no account", got)
+	}
+	if len(alice) != 0 {
+		t.Errorf("alice's watcher heard of bob's changes %d times", len(alice))
+	}
+
+	stopBob()
+	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
+	a := newClaim("alice", "sa")
+	a.ResourceVersion = "2"
+	f.update(claimsGVR, a, testNS)
+	testkit.Receive(t, "alice's update", alice)
+	if len(bobEpochs) != 0 {
+		t.Errorf("bob's stopped watcher was called %d times", len(bobEpochs))
 	}
 }

@@ -12,9 +12,13 @@ import (
 // worker take over "/", NEL and Report-To would report every page of the
 // origin to the app, Alt-Svc would move the origin's traffic elsewhere,
 // and Strict-Transport-Security is the platform's to set.
+// Cross-Origin-Opener-Policy: the auth API's token pages send
+// same-origin so that no window an agent's script holds can reach them;
+// an app page with same-origin too would share their browsing context
+// group, and keep its handle on a token page it opened.
 var sharedOriginHeaders = map[string]bool{
 	"service-worker-allowed": true, "nel": true, "report-to": true, "alt-svc": true,
-	"strict-transport-security": true,
+	"strict-transport-security": true, "cross-origin-opener-policy": true,
 }
 
 // siteHeaders act beyond the origin that sends them: Clear-Site-Data's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/clientaddr"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
@@ -122,11 +123,8 @@ func validCookieValue(v []byte) bool {
 // ErrUnauthenticated.
 func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool, client netip.Prefix) (identity, error) {
 	if cred.bearer != "" {
-		switch {
-		case lookupErr != nil:
-			return identity{method: methodBearer}, fmt.Errorf("%w: bearer: %w", ErrUnauthenticated, lookupErr)
-		case !entry.Account.TokenMatches(cred.bearer):
-			return identity{method: methodBearer}, fmt.Errorf("%w: bearer token does not match", ErrUnauthenticated)
+		if err := checkBearer(entry, lookupErr, cred.bearer); err != nil {
+			return identity{method: methodBearer}, err
 		}
 		return identity{method: methodBearer, bearer: cred.bearer}, nil
 	}
@@ -152,6 +150,35 @@ var (
 	errEnded     = errors.New("session revoked or past its maximum age")
 )
 
+// checkBearer is the bearer token's rule: the account exists and its
+// token hash is the token's (a rotation ends the old token). Requests
+// apply it when they authenticate, and open WebSockets and streams again
+// whenever the account changes (watch.go).
+func checkBearer(entry informer.Entry, lookupErr error, bearer string) error {
+	switch {
+	case lookupErr != nil:
+		return fmt.Errorf("%w: bearer: %w", ErrUnauthenticated, lookupErr)
+	case !entry.Account.TokenMatches(bearer):
+		return fmt.Errorf("%w: bearer token does not match", ErrUnauthenticated)
+	}
+	return nil
+}
+
+// sessionLive is the session's rule beyond its token: its id belongs to
+// the account's current claim, it is neither revoked nor below the
+// account's epoch, and now is before its maximum age (sessionDeadline).
+// Requests apply it when they authenticate, and open WebSockets and
+// streams again whenever the account changes and at the deadline
+// (watch.go).
+func (p *Proxy) sessionLive(a account.Account, c jwt.Claims, now time.Time) bool {
+	return a.SessionValid(c.SessionID, c.Epoch) && now.Before(p.sessionDeadline(c))
+}
+
+// sessionDeadline is when a session reaches COOKIE_MAX_AGE since login.
+func (p *Proxy) sessionDeadline(c jwt.Claims) time.Time {
+	return c.AuthTime.Add(p.opts.CookieMaxAge)
+}
+
 // session checks one session token for user.
 func (p *Proxy) session(tok string, rules sessionRules, user string, entry informer.Entry, lookupErr error, renew bool, client netip.Prefix) (identity, error) {
 	now := p.opts.Now()
@@ -172,7 +199,7 @@ func (p *Proxy) session(tok string, rules sessionRules, user string, entry infor
 		return identity{}, errOtherOrigin
 	case lookupErr != nil:
 		return identity{}, lookupErr
-	case !entry.Account.SessionValid(c.SessionID, c.Epoch) || !now.Before(c.AuthTime.Add(p.opts.CookieMaxAge)):
+	case !p.sessionLive(entry.Account, c, now):
 		return identity{}, errEnded
 	}
 	id := identity{method: methodCookie, claims: c, token: tok}
@@ -226,7 +253,7 @@ func (p *Proxy) renewUnknownKey(tok string, rules sessionRules, user string, ent
 		return identity{}, errOtherUser
 	case c.Origin != rules.origin:
 		return identity{}, errOtherOrigin
-	case !entry.Account.SessionValid(c.SessionID, c.Epoch) || !now.Before(c.AuthTime.Add(p.opts.CookieMaxAge)):
+	case !p.sessionLive(entry.Account, c, now):
 		return identity{}, errEnded
 	}
 	return identity{method: methodCookie, claims: c, token: r.token, setCookie: r.setCookie}, nil

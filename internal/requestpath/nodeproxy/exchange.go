@@ -27,7 +27,10 @@ type exchange struct {
 	hopIn  bool
 	ws     bool
 
-	auth     string // authentication method
+	auth string // authentication method
+	// session is the credential a WebSocket or stream checks again while
+	// it is open.
+	session  heldSession
 	renewed  bool
 	upstream string // pod, peer or authapi
 	pod      string

@@ -55,6 +55,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		p.fail(ctx, x, err)
 		return
 	}
+	holdSession(x, id)
 	if err := p.acquire(x); err != nil {
 		p.fail(ctx, x, err)
 		return

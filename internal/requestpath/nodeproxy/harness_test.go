@@ -62,6 +62,49 @@ type fakeDir struct {
 	entries map[string]informer.Entry
 	nodeIPs map[string]bool
 	changed chan struct{} // closed and replaced at every edit
+	// watches are WatchAccount's subscribers by user, called after
+	// every set, edit or remove of the user.
+	watches map[string]map[*func()]bool
+}
+
+// WatchAccount makes the directory an AccountWatcher, as the informer is.
+func (d *fakeDir) WatchAccount(user string, changed func()) func() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.watches == nil {
+		d.watches = map[string]map[*func()]bool{}
+	}
+	if d.watches[user] == nil {
+		d.watches[user] = map[*func()]bool{}
+	}
+	d.watches[user][&changed] = true
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(d.watches[user], &changed)
+	}
+}
+
+// notify calls user's watchers, outside the lock as the informer does.
+func (d *fakeDir) notify(user string) {
+	d.mu.Lock()
+	var fns []func()
+	for f := range d.watches[user] {
+		fns = append(fns, *f)
+	}
+	d.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
+}
+
+// remove deletes user's account.
+func (d *fakeDir) remove(user string) {
+	d.mu.Lock()
+	delete(d.entries, user)
+	d.editedLocked()
+	d.mu.Unlock()
+	d.notify(user)
 }
 
 // watch returns a channel closed at the next edit.
@@ -100,18 +143,20 @@ func (d *fakeDir) IsNodeIP(ip string) bool {
 
 func (d *fakeDir) set(user string, e informer.Entry) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.entries[user] = e
 	d.editedLocked()
+	d.mu.Unlock()
+	d.notify(user)
 }
 
 func (d *fakeDir) edit(user string, f func(*informer.Entry)) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	e := d.entries[user]
 	f(&e)
 	d.entries[user] = e
 	d.editedLocked()
+	d.mu.Unlock()
+	d.notify(user)
 }
 
 // criLog turns an app's stdout into CRI log records in its container's log
@@ -371,6 +416,10 @@ func (h *harness) startNode(name, addr string, ho harnessOpts) *node {
 type nodeDir struct {
 	d    *fakeDir
 	node string
+}
+
+func (n *nodeDir) WatchAccount(user string, changed func()) func() {
+	return n.d.WatchAccount(user, changed)
 }
 
 func (n *nodeDir) Lookup(user string) (informer.Entry, error) {

@@ -47,6 +47,9 @@ func lower(buf *[maxHeaderName]byte, b []byte) []byte {
 // headerPolicy decides which client request headers reach the app.
 type headerPolicy struct {
 	allow map[string]bool // lower-case names; nil selects the denylist
+	// authProxy is the configured AuthProxyHeader, lower case, or "":
+	// whatever its name, it is an identity header.
+	authProxy string
 }
 
 // connectionTokens lists the headers a Connection header names (lower
@@ -75,13 +78,16 @@ func listed(tokens [][]byte, name []byte) bool {
 }
 
 // forApp reports whether a client header (lower-case name) may reach the
-// app: never credentials, hop-by-hop or identity headers; then the
-// allowlist when one is set.
+// app: never credentials, hop-by-hop or identity headers (the configured
+// AuthProxyHeader among them, which a trusted proxy may have sent); then
+// the allowlist when one is set.
 //
 // Map lookups index with string(name) directly, which does not allocate.
 func (hp headerPolicy) forApp(name []byte, conn [][]byte, ws bool) bool {
 	switch {
 	case neverForwarded[string(name)], hopByHop[string(name)], identityName(name), listed(conn, name):
+		return false
+	case hp.authProxy != "" && string(name) == hp.authProxy:
 		return false
 	case ws && wsHandshakeHeaders[string(name)]:
 		return false

@@ -24,8 +24,10 @@ func TestRewriteLocation(t *testing.T) {
 }
 
 func TestForApp(t *testing.T) {
-	deny := headerPolicy{}
-	allow := headerPolicy{allow: canonicalHeaders([]string{"Accept", " X-Custom "})}
+	// X-User is the configured AUTH_PROXY_HEADER: refused even when
+	// allowlisted (which Validate refuses too).
+	deny := headerPolicy{authProxy: "x-user"}
+	allow := headerPolicy{allow: canonicalHeaders([]string{"Accept", " X-Custom ", "X-User"}), authProxy: "x-user"}
 	conn := [][]byte{[]byte("x-listed")}
 	for _, tc := range []struct {
 		name               string
@@ -43,6 +45,7 @@ func TestForApp(t *testing.T) {
 		{"x-forwarded-user", false, false, false},
 		{"x-auth-request-user", false, false, false},
 		{"x-real-ip", false, false, false},
+		{"x-user", false, false, false},
 		{"x-sandgate-hop", false, false, false},
 		{"connection", false, false, false},
 		{"upgrade", false, false, false},

@@ -20,8 +20,8 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		upstream:    upstreamPeer,
 		origin:      "http://" + t.peer,
 		target:      x.route.prefix() + x.route.target,
-		copyHeaders: headerPolicy{}.copyToApp,
-		wsHeaders:   headerPolicy{}.httpHeaderForApp,
+		copyHeaders: headerPolicy{authProxy: p.authProxyHeader}.copyToApp,
+		wsHeaders:   headerPolicy{authProxy: p.authProxyHeader}.httpHeaderForApp,
 		setHeaders: func(h outHeader, uri string) {
 			setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 			h.Set(hopHeader, p.hopValue)

@@ -37,18 +37,31 @@ func TestAuthProxyHeaderOnlyFromTrustedProxies(t *testing.T) {
 	}
 }
 
+// TestAuthProxyHeaderNeverReachesApps: the configured AuthProxyHeader,
+// whatever its name (a well-known SSO prefix or a custom X-User), never
+// reaches an app, even from a trusted proxy, on the pod's node or through
+// a hop; another custom header does.
 func TestAuthProxyHeaderNeverReachesApps(t *testing.T) {
-	h := newHarness(t, harnessOpts{modify: func(o *Options) {
-		o.AuthProxyHeader = "Remote-User"
-		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	}})
-	h.addUser("alice", "node-a")
-	e := echo(t, h.get("node-a", "/u/alice/api/echo", map[string]string{
-		"Cookie": cookie(h.session("alice")), "Remote-User": "bob", "Remote-Groups": "admin",
-	}))
-	for _, name := range []string{"Remote-User", "Remote-Groups"} {
-		if v := e.Headers.Values(name); len(v) != 0 {
-			t.Errorf("the app saw %s: %q", name, v)
-		}
+	for _, configured := range []string{"Remote-User", "X-User"} {
+		t.Run(configured, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{peers: true, modify: func(o *Options) {
+				o.AuthProxyHeader = configured
+				o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+			}})
+			h.addUser("alice", "node-a")
+			for _, node := range []string{"node-a", "node-b"} {
+				e := echo(t, h.get(node, "/u/alice/api/echo", map[string]string{
+					"Cookie": cookie(h.session("alice")), configured: "bob", "Remote-Groups": "admin", "X-Custom": "kept",
+				}))
+				for _, name := range []string{configured, "Remote-Groups"} {
+					if v := e.Headers.Values(name); len(v) != 0 {
+						t.Errorf("via %s: the app saw %s: %q", node, name, v)
+					}
+				}
+				if v := e.Headers.Get("X-Custom"); v != "kept" {
+					t.Errorf("via %s: X-Custom %q, want it forwarded", node, v)
+				}
+			}
+		})
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// authEnded is the auth result of an open WebSocket or stream whose
+// session ended.
+const authEnded = "ended"
+
 // stage is a request stage timed by the stage histogram.
 type stage int
 
@@ -82,7 +86,9 @@ func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
 		}, []string{"direction", "result"}),
 		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "auth_total",
-			Help: "Authentication decisions by method (cookie, bearer, none) and result.",
+			Help: "Authentication decisions by method (cookie, bearer, none) and result: ok, rejected, or ended " +
+				"(an open WebSocket or stream closed because its session ended: revoked, epoch raised, account deleted or recreated, " +
+				"bearer token rotated, or COOKIE_MAX_AGE reached).",
 		}, []string{"method", "result"}),
 		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "renewals_total",

@@ -55,7 +55,9 @@ type Waiter interface {
 }
 
 // Directory resolves a user to the account and route the informer caches
-// hold; it never calls the API server. *informer.Index implements it.
+// hold; it never calls the API server. *informer.Index implements it, and
+// AccountWatcher too, which open WebSockets and streams need to end when
+// their session does.
 type Directory interface {
 	Lookup(user string) (informer.Entry, error)
 }
@@ -236,6 +238,9 @@ type Options struct {
 	JWKSRefreshed func() time.Time
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// afterFunc starts the timers of open connections' sessions (their
+	// maximum age); nil means time.AfterFunc. Tests replace it.
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // neverForwarded are request headers that no allowlist can let through.
@@ -351,7 +356,7 @@ func (o Options) Validate() error {
 		switch {
 		case !validToken(name):
 			bad("allowlisted header %q is not a header name", h)
-		case neverForwarded[name] || hasIdentityPrefix(name):
+		case neverForwarded[name] || hasIdentityPrefix(name) || name == strings.ToLower(o.AuthProxyHeader):
 			bad("header %q can never be forwarded upstream, even when allowlisted", h)
 		}
 	}
@@ -386,6 +391,9 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.RetryAfter, DefaultRetryAfter)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	defaults.Clock(&o.Now)
+	if o.afterFunc == nil {
+		o.afterFunc = afterFunc
+	}
 	return o
 }
 

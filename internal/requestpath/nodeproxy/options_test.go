@@ -88,6 +88,7 @@ func TestOptionsValidateOrigins(t *testing.T) {
 		{"auth proxy header is hop-by-hop", Options{AuthProxyHeader: "Connection"}, "auth proxy header"},
 		{"auth proxy header is not a name", Options{AuthProxyHeader: "Remote User"}, "auth proxy header"},
 		{"auth proxy header", Options{AuthProxyHeader: "Remote-User"}, ""},
+		{"auth proxy header allowlisted", Options{AuthProxyHeader: "X-User", HeaderAllowlist: []string{"x-user"}}, `header "x-user" can never be forwarded`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.o.Validate()

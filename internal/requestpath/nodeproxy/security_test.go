@@ -102,14 +102,14 @@ func TestAppResponseHeaders(t *testing.T) {
 		{"path routing drops origin-wide headers", false, http.Header{
 			"Service-Worker-Allowed": {"/"}, "Clear-Site-Data": {`"cookies", "storage"`}, "Nel": {`{"report_to":"x"}`},
 			"Report-To": {`{"group":"x"}`}, "Alt-Svc": {`h2="evil.test:443"`}, "Strict-Transport-Security": {"max-age=1"},
-			"X-App": {"kept"},
+			"Cross-Origin-Opener-Policy": {"same-origin"}, "X-App": {"kept"},
 		}, http.Header{
 			"Service-Worker-Allowed": nil, "Clear-Site-Data": nil, "Nel": nil, "Report-To": nil, "Alt-Svc": nil,
-			"Strict-Transport-Security": nil, "X-App": {"kept"},
+			"Strict-Transport-Security": nil, "Cross-Origin-Opener-Policy": nil, "X-App": {"kept"},
 		}},
 		{"subdomain routing drops site-wide headers only", true, http.Header{
-			"Service-Worker-Allowed": {"/"}, "Clear-Site-Data": {`"cookies"`},
-		}, http.Header{"Service-Worker-Allowed": {"/"}, "Clear-Site-Data": nil}},
+			"Service-Worker-Allowed": {"/"}, "Clear-Site-Data": {`"cookies"`}, "Cross-Origin-Opener-Policy": {"same-origin"},
+		}, http.Header{"Service-Worker-Allowed": {"/"}, "Clear-Site-Data": nil, "Cross-Origin-Opener-Policy": {"same-origin"}}},
 		{"no framing policy of the app's own: frame-ancestors 'self'", false, http.Header{},
 			http.Header{"Content-Security-Policy": {"frame-ancestors 'self'"}}},
 		{"the app's CSP is left alone", true, http.Header{"Content-Security-Policy": {"default-src 'self'"}},

@@ -48,6 +48,8 @@ type Proxy struct {
 	dialer   *websocket.Dialer
 	sockets  *wsRegistry
 	streams  *streamRegistry
+	// accounts is the Directory as an AccountWatcher, or nil.
+	accounts AccountWatcher
 
 	draining atomic.Bool
 }
@@ -78,7 +80,7 @@ func New(o Options) (*Proxy, error) {
 		access:          o.Logger.With("component", "access"),
 		successes:       newSuccessesIf(o.AccessLogSummary > 0),
 		m:               m,
-		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist)},
+		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist), authProxy: strings.ToLower(o.AuthProxyHeader)},
 		inflight:        newInFlight(o.MaxInFlightPerUser),
 		hopValue:        o.NodeName,
 		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
@@ -128,6 +130,10 @@ func New(o Options) (*Proxy, error) {
 	p.entries = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	p.unknown = newFailLimiter(refusalBurst, refusalEvery, o.Now)
 	p.uploads = newUploads(p)
+	p.accounts, _ = o.Directory.(AccountWatcher)
+	if p.accounts == nil {
+		p.log.Warn("the directory reports no account changes: open WebSockets and streams end at their session's maximum age only")
+	}
 	return p, nil
 }
 

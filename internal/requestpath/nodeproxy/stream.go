@@ -23,6 +23,12 @@ type respBody struct {
 	event bool // text/event-stream: ended at once on shutdown
 	n     int64
 	once  sync.Once
+	watch *sessionWatch
+
+	// closed is set, under mu, when the body is closed: src is then
+	// released and interrupt must not touch it.
+	mu     sync.Mutex
+	closed bool
 }
 
 func (b *respBody) Read(buf []byte) (int, error) {
@@ -38,8 +44,12 @@ func (b *respBody) Read(buf []byte) (int, error) {
 // early (nil once the body was written).
 func (b *respBody) CloseWithError(err error) error {
 	b.once.Do(func() {
+		b.watch.stop()
 		b.p.streams.Remove(b)
+		b.mu.Lock()
+		b.closed = true
 		b.src.CloseWithError(err)
+		b.mu.Unlock()
 		fasthttp.ReleaseResponse(b.resp)
 		b.x.bytesOut = b.n
 		if err != nil {
@@ -52,8 +62,18 @@ func (b *respBody) CloseWithError(err error) error {
 
 // interrupt ends a stream from outside (shutdown): closing the upstream
 // connection wakes a Read blocked on it, and fasthttp then closes b.
-func (b *respBody) interrupt() {
-	b.src.CloseWithError(ErrShuttingDown)
+func (b *respBody) interrupt() { b.interruptWith(ErrShuttingDown) }
+
+// sessionEnded ends a stream whose session has ended: the client's
+// connection closes with the body unfinished.
+func (b *respBody) sessionEnded() { b.interruptWith(ErrUnauthenticated) }
+
+func (b *respBody) interruptWith(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.src.CloseWithError(err)
+	}
 }
 
 // streamRegistry tracks response bodies being streamed, so shutdown can
@@ -111,6 +131,7 @@ func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Re
 	b := &respBody{p: p, x: x, resp: resp, src: src,
 		event: bytes.HasPrefix(resp.Header.ContentType(), eventStream)}
 	p.streams.Add(b)
+	b.watch = p.watchSession(x, watchStream, b.sessionEnded)
 	if cl < 0 {
 		cl = -1
 		ctx.Response.ImmediateHeaderFlush = true

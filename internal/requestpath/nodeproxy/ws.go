@@ -150,6 +150,7 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 		return
 	}
 	p.m.websockets.Inc()
+	watch := p.watchSession(x, watchWebSocket, b.sessionEnded)
 	if x.tracked {
 		x.upgraded = true
 		p.opts.Activity.Upgrade(x.act)
@@ -162,6 +163,7 @@ func (p *Proxy) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	wg.Go(func() { b.pump(client, upstream, true) })
 	b.pump(upstream, client, false) // on this goroutine: one stack fewer per bridge
 	wg.Wait()
+	watch.stop()
 	b.life.Lock()
 	b.over = true
 	b.life.Unlock()
@@ -281,6 +283,24 @@ func (b *bridge) goingAway() {
 	deadline := time.Now().Add(closeWait)
 	b.client.WriteControl(websocket.CloseMessage, msg, deadline)
 	b.upstream.WriteControl(websocket.CloseMessage, msg, deadline)
+	b.client.SetReadDeadline(deadline)
+	b.upstream.SetReadDeadline(deadline)
+}
+
+// sessionEnded closes the client's side with 4401 and the upstream's with
+// 1001, as goingAway does, once the session the socket was opened with
+// has ended, unless the bridge has ended meanwhile.
+func (b *bridge) sessionEnded() {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if b.over {
+		return
+	}
+	b.closing.Store(true)
+	b.toClient.CompareAndSwap(0, closeUnauthenticated)
+	deadline := time.Now().Add(closeWait)
+	b.client.WriteControl(websocket.CloseMessage, closeMessage(closeUnauthenticated, "session ended, sign in again"), deadline)
+	b.upstream.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, "session ended"), deadline)
 	b.client.SetReadDeadline(deadline)
 	b.upstream.SetReadDeadline(deadline)
 }
