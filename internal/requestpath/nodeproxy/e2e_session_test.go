@@ -2,7 +2,6 @@ package nodeproxy_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestE2EOpenSocketsEndWithTheSession(t *testing.T) {
 		wsEcho(t, hopped, "alice through a hop")
 		p.mutate(t, http.MethodPost, "/users/alice/logout", alice.bearer, http.StatusNoContent)
 		for name, c := range map[string]*websocket.Conn{"on the pod's node": local, "through a hop": hopped} {
-			if got := e2eCloseCode(t, c); got != closeUnauthenticated {
+			if got := closeCode(t, c); got != closeUnauthenticated {
 				t.Errorf("alice's socket %s: close %d, want %d", name, got, closeUnauthenticated)
 			}
 		}
@@ -47,7 +46,7 @@ func TestE2EOpenSocketsEndWithTheSession(t *testing.T) {
 		c := p.dialBearerWS(t, home, "alice", alice.bearer)
 		wsEcho(t, c, "alice's API client")
 		p.mutate(t, http.MethodPost, "/users/alice/token", alice.bearer, http.StatusOK)
-		if got := e2eCloseCode(t, c); got != closeUnauthenticated {
+		if got := closeCode(t, c); got != closeUnauthenticated {
 			t.Errorf("bearer socket after rotation: close %d, want %d", got, closeUnauthenticated)
 		}
 		wsEcho(t, bobWS, "bob after alice's rotation")
@@ -58,7 +57,7 @@ func TestE2EOpenSocketsEndWithTheSession(t *testing.T) {
 		wsEcho(t, c, "bob's API client")
 		p.mutate(t, http.MethodDelete, "/users/bob", bob.bearer, 0)
 		for name, c := range map[string]*websocket.Conn{"cookie": bobWS, "bearer": c} {
-			if got := e2eCloseCode(t, c); got != closeUnauthenticated {
+			if got := closeCode(t, c); got != closeUnauthenticated {
 				t.Errorf("bob's %s socket after deletion: close %d, want %d", name, got, closeUnauthenticated)
 			}
 		}
@@ -108,24 +107,5 @@ func wsEcho(t *testing.T, c *websocket.Conn, msg string) {
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
 		t.Fatalf("echo of %q: %q, %v", msg, got, err)
-	}
-}
-
-// e2eCloseCode reads c until it closes and returns the close code,
-// waiting longer than closeCode: the change travels through the API
-// server and the informer first.
-func e2eCloseCode(t *testing.T, c *websocket.Conn) int {
-	t.Helper()
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	for {
-		_, _, err := c.ReadMessage()
-		if err == nil {
-			continue
-		}
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
-			return ce.Code
-		}
-		t.Fatalf("read ended without a close frame: %v", err)
 	}
 }

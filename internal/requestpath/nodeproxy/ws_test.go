@@ -32,10 +32,12 @@ func (h *harness) dialWS(nodeName, path string, hdr http.Header) (*websocket.Con
 	return c, resp, err
 }
 
-// closeCode reads until the connection closes and returns the close code.
+// closeCode reads until the connection closes and returns the close code,
+// waiting up to testkit.Timeout: a close caused by an account change
+// travels through the API server and the informer first.
 func closeCode(t *testing.T, c *websocket.Conn) int {
 	t.Helper()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetReadDeadline(time.Now().Add(testkit.Timeout))
 	for {
 		_, _, err := c.ReadMessage()
 		if err == nil {

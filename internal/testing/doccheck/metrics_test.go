@@ -43,31 +43,8 @@ func registeredMetrics(t *testing.T) map[string]bool {
 			if !ok || !slices.Contains(optsTypes, sel.Sel.Name) {
 				return true
 			}
-			parts := map[string]string{}
-			for _, e := range lit.Elts {
-				kv, ok := e.(*ast.KeyValueExpr)
-				if !ok {
-					continue
-				}
-				key, ok := kv.Key.(*ast.Ident)
-				if !ok {
-					continue
-				}
-				switch v := kv.Value.(type) {
-				case *ast.BasicLit:
-					parts[key.Name], _ = strconv.Unquote(v.Value)
-				case *ast.Ident:
-					parts[key.Name] = consts[v.Name]
-				}
-			}
-			var name []string
-			for _, k := range []string{"Namespace", "Subsystem", "Name"} {
-				if parts[k] != "" {
-					name = append(name, parts[k])
-				}
-			}
-			if parts["Name"] != "" {
-				metrics[strings.Join(name, "_")] = true
+			if name := optsName(lit, consts); name != "" {
+				metrics[name] = true
 			}
 			return true
 		})
