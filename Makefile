@@ -279,9 +279,13 @@ test-under-load: ## make test RUNS times in a row (default 5) with a busy loop o
 	RUNS=$(RUNS) bash .ci/under-load
 
 .PHONY: fuzz
+# The targets are read from the test files go list names (the ones this
+# build compiles), not with go test -list, which would link a test binary
+# for every package just to list them.
 fuzz: ## run every fuzz target for FUZZTIME each
-	@for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	@$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}{{end}}' ./... | \
+	while read -r pkg dir files; do \
+	  for f in $$(cd "$$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$files); do \
 	    echo ">> fuzz $$pkg $$f ($(FUZZTIME))"; \
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/sandgate-fuzz.log 2>&1 || { cat /tmp/sandgate-fuzz.log; exit 1; }; \
 	  done; \
