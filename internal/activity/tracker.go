@@ -13,8 +13,8 @@ const (
 	// DefaultRetention is how long an entry with no open work outlives its
 	// last traffic.
 	DefaultRetention = time.Hour
-	// DefaultQuiet is how long a sandbox must have been silent for a new
-	// request on it to ask the Reporter for an early report.
+	// DefaultQuiet is how long a sandbox must have been silent for new
+	// activity on it to ask the Reporter for an early report.
 	DefaultQuiet = 10 * time.Second
 )
 
@@ -39,12 +39,14 @@ type Options struct {
 	// this long, so sandboxes that are gone leave the table. The leader
 	// keeps the newest activity it has seen, so nothing it needs is lost.
 	Retention time.Duration
-	// Quiet: a Begin on a sandbox silent for at least this long signals
-	// Changed, so the leader learns of new work on a sandbox that may be
-	// near its idle timeout without waiting a whole report interval. A
-	// request after a silence longer than IDLE_TIMEOUT - REPORT_INTERVAL
-	// could otherwise meet a suspend before its report arrives, so keep
-	// Quiet at most that.
+	// Quiet: activity of any kind (a request, body bytes, a WebSocket
+	// frame, upgrade or close) on a sandbox silent for at least this long
+	// signals Changed, so the leader learns of new work on a sandbox that
+	// may be near its idle timeout without waiting a whole report
+	// interval: a turn can start with a request or with a frame on a
+	// WebSocket open but silent since. Activity after a silence longer
+	// than IDLE_TIMEOUT - REPORT_INTERVAL could otherwise meet a suspend
+	// before its report arrives, so keep Quiet at most that.
 	Quiet time.Duration
 }
 
@@ -88,34 +90,34 @@ func New(o Options) *Tracker {
 
 // Begin records the start of an HTTP request to k: one more in flight, and
 // traffic.
-func (t *Tracker) Begin(k Key) { t.update(k, 1, 0, true) }
+func (t *Tracker) Begin(k Key) { t.update(k, 1, 0) }
 
 // End records the end of an HTTP request to k: one fewer in flight, and
 // traffic.
-func (t *Tracker) End(k Key) { t.update(k, -1, 0, false) }
+func (t *Tracker) End(k Key) { t.update(k, -1, 0) }
 
 // Traffic records body bytes or a WebSocket data frame for k.
-func (t *Tracker) Traffic(k Key) { t.update(k, 0, 0, false) }
+func (t *Tracker) Traffic(k Key) { t.update(k, 0, 0) }
 
 // Upgrade turns one in-flight request to k into an open WebSocket, after
 // the upgrade succeeded. The WebSocket is counted before the request is
 // uncounted, so a concurrent Snapshot never sees neither.
-func (t *Tracker) Upgrade(k Key) { t.update(k, -1, 1, false) }
+func (t *Tracker) Upgrade(k Key) { t.update(k, -1, 1) }
 
 // EndWebSocket records that a WebSocket to k closed: one fewer open, and
 // traffic.
-func (t *Tracker) EndWebSocket(k Key) { t.update(k, 0, -1, false) }
+func (t *Tracker) EndWebSocket(k Key) { t.update(k, 0, -1) }
 
-// Changed is signalled (without blocking, coalesced) when a request begins
-// on a sandbox that had been silent for Options.Quiet or was unknown. The
-// Reporter listens to it to send an early report.
+// Changed is signalled (without blocking, coalesced) on activity of any
+// kind on a sandbox that had been silent for Options.Quiet or was unknown.
+// The Reporter listens to it to send an early report.
 func (t *Tracker) Changed() <-chan struct{} { return t.changed }
 
-func (t *Tracker) update(k Key, dReq, dWS int64, begin bool) {
+func (t *Tracker) update(k Key, dReq, dWS int64) {
 	now := time.Now().UnixNano()
 	t.mu.RLock()
 	if e := t.m[k]; e != nil {
-		t.apply(e, now, dReq, dWS, begin)
+		t.apply(e, now, dReq, dWS)
 		t.mu.RUnlock()
 		return
 	}
@@ -126,13 +128,13 @@ func (t *Tracker) update(k Key, dReq, dWS int64, begin bool) {
 		e = new(entry)
 		t.m[k] = e
 	}
-	t.apply(e, now, dReq, dWS, begin)
+	t.apply(e, now, dReq, dWS)
 	t.mu.Unlock()
 }
 
 // apply runs under either lock: entries are only removed under the write
 // lock and only without open work, so e is still in the table.
-func (t *Tracker) apply(e *entry, now, dReq, dWS int64, begin bool) {
+func (t *Tracker) apply(e *entry, now, dReq, dWS int64) {
 	if dWS != 0 {
 		e.webSockets.Add(dWS)
 	}
@@ -144,7 +146,7 @@ func (t *Tracker) apply(e *entry, now, dReq, dWS int64, begin bool) {
 		return
 	}
 	e.last.Store(now)
-	if begin && now-prev >= t.quiet {
+	if now-prev >= t.quiet {
 		select {
 		case t.changed <- struct{}{}:
 		default:

@@ -1,6 +1,7 @@
 package activity
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -65,39 +66,69 @@ func TestTrackerRetention(t *testing.T) {
 	})
 }
 
-func TestTrackerChangedOnQuietBegin(t *testing.T) {
+// signalled reports whether tr's Changed has a signal waiting, taking it.
+func signalled(tr *Tracker) bool {
+	select {
+	case <-tr.Changed():
+		return true
+	default:
+		return false
+	}
+}
+
+// TestTrackerChangedAfterQuiet: activity of every kind on a sandbox silent
+// for Quiet signals Changed (a turn may start with a frame on a silent
+// WebSocket as well as with a request); activity within Quiet of the last
+// does not.
+func TestTrackerChangedAfterQuiet(t *testing.T) {
+	const quiet = 10 * time.Second
+	kinds := []struct {
+		name  string
+		setup func(*Tracker) // the open work act needs, then silence
+		act   func(*Tracker)
+	}{
+		{"begin", func(tr *Tracker) { tr.Traffic(keyA) }, func(tr *Tracker) { tr.Begin(keyA) }},
+		{"end", func(tr *Tracker) { tr.Begin(keyA) }, func(tr *Tracker) { tr.End(keyA) }},
+		{"body traffic", func(tr *Tracker) { tr.Begin(keyA) }, func(tr *Tracker) { tr.Traffic(keyA) }},
+		{"frame on a silent WebSocket", func(tr *Tracker) { tr.Begin(keyA); tr.Upgrade(keyA) }, func(tr *Tracker) { tr.Traffic(keyA) }},
+		{"upgrade", func(tr *Tracker) { tr.Begin(keyA) }, func(tr *Tracker) { tr.Upgrade(keyA) }},
+		{"WebSocket close", func(tr *Tracker) { tr.Begin(keyA); tr.Upgrade(keyA) }, func(tr *Tracker) { tr.EndWebSocket(keyA) }},
+	}
+	for _, k := range kinds {
+		for _, tc := range []struct {
+			silence time.Duration
+			want    bool
+		}{{quiet / 2, false}, {quiet, true}} {
+			t.Run(fmt.Sprintf("%s after %v", k.name, tc.silence), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					tr := New(Options{Quiet: quiet})
+					k.setup(tr)
+					if !signalled(tr) {
+						t.Fatal("first activity on an unknown sandbox did not signal")
+					}
+					time.Sleep(tc.silence)
+					k.act(tr)
+					if got := signalled(tr); got != tc.want {
+						t.Errorf("signalled %v, want %v", got, tc.want)
+					}
+				})
+			})
+		}
+	}
+}
+
+func TestTrackerChangedCoalesced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(Options{Quiet: 10 * time.Second})
-		signalled := func() bool {
-			select {
-			case <-tr.Changed():
-				return true
-			default:
-				return false
-			}
-		}
-		tr.Begin(keyA)
-		if !signalled() {
-			t.Error("first request on an unknown sandbox did not signal")
-		}
-		time.Sleep(5 * time.Second)
-		tr.End(keyA)
 		tr.Traffic(keyA)
-		time.Sleep(5 * time.Second)
-		tr.Begin(keyA)
-		if signalled() {
-			t.Error("request on a sandbox active 5s ago signalled")
-		}
-		tr.End(keyA)
-		time.Sleep(10 * time.Second)
-		tr.Traffic(keyA)
-		if signalled() {
-			t.Error("traffic alone signalled")
+		tr.Traffic(keyB)
+		if !signalled(tr) || signalled(tr) {
+			t.Error("want exactly one coalesced signal for two unknown sandboxes")
 		}
 		time.Sleep(10 * time.Second)
 		tr.Begin(keyA)
-		tr.Begin(keyB)
-		if !signalled() || signalled() {
+		tr.Traffic(keyB)
+		if !signalled(tr) || signalled(tr) {
 			t.Error("want exactly one coalesced signal after a quiet period")
 		}
 	})

@@ -69,6 +69,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		p.fail(ctx, x, err)
 		return
 	}
+	p.track(x, entry.Route.Sandbox)
 	t, err := p.resolve(x, entry)
 	if err != nil {
 		p.fail(ctx, x, err)
@@ -121,9 +122,12 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 }
 
 // track counts the request against its sandbox in the activity table
-// until finish; requests before adoption (no sandbox yet) are not counted.
+// until finish, from the first call that knows the sandbox: serve calls it
+// before awaitReady, so a request held while its sandbox wakes counts, and
+// again after, so one that came before adoption (no sandbox yet) counts
+// from there on. Later calls leave it counted once, against the first.
 func (p *Proxy) track(x *exchange, sandbox string) {
-	if p.opts.Activity == nil || sandbox == "" {
+	if p.opts.Activity == nil || sandbox == "" || x.tracked {
 		return
 	}
 	x.act = activity.Key{Namespace: p.opts.Namespace, Name: sandbox}

@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -35,7 +36,7 @@ func (p *Proxy) handshake(ctx *fasthttp.RequestCtx, x *exchange, t target) (upst
 		ForwardedHost:  x.fwd.host,
 	}
 	x.upstream = upstreamPod
-	cookie, err := p.opts.Handshaker.Cookie(ctx, ht)
+	cookie, err := p.opts.Handshaker.Cookie(handshakeContext(ctx), ht)
 	return upstream{target: ht, cookie: cookie}, err
 }
 
@@ -43,9 +44,18 @@ func (p *Proxy) handshake(ctx *fasthttp.RequestCtx, x *exchange, t target) (upst
 func (p *Proxy) refresh(ctx *fasthttp.RequestCtx, up upstream) (upstream, error) {
 	start := time.Now()
 	defer p.m.observe(stageHandshake, start)
-	cookie, err := p.opts.Handshaker.Refresh(ctx, up.target, up.cookie)
+	cookie, err := p.opts.Handshaker.Refresh(handshakeContext(ctx), up.target, up.cookie)
 	up.cookie = cookie
 	return up, err
+}
+
+// handshakeContext is what a request waits for its handshake with: the
+// RequestCtx without its cancellation, which comes only when shutdown
+// begins. A graceful drain lets the request finish: the wait is bounded by
+// the handshake's own timeout (handshake.Options.Timeout), and the
+// Handshaker is closed only after the servers return.
+func handshakeContext(ctx *fasthttp.RequestCtx) context.Context {
+	return context.WithoutCancel(ctx)
 }
 
 // acceptedWithin is how recently the app must have accepted a cookie for a
