@@ -13,16 +13,19 @@ import (
 const (
 	overRequests = "requests_per_minute"
 	overTokens   = "tokens_per_day"
+	overInFlight = "calls_in_flight"
 )
 
 // budgets counts each user's requests (a token bucket refilled at
-// RequestsPerMinute per minute, holding at most a minute's worth) and
-// tokens per UTC day. Tokens are charged when a response ends, so one call
-// may take a user past the daily limit; the next is refused.
+// RequestsPerMinute per minute, holding at most a minute's worth), tokens
+// per UTC day and calls open at once (at most inFlight). Tokens are
+// charged when a response ends, so one call may take a user past the
+// daily limit; the next is refused.
 type budgets struct {
-	now   func() time.Time
-	mu    sync.Mutex
-	users map[string]*userBudget
+	now      func() time.Time
+	inFlight int
+	mu       sync.Mutex
+	users    map[string]*userBudget
 }
 
 type userBudget struct {
@@ -31,6 +34,7 @@ type userBudget struct {
 	day       int64 // UTC days since the epoch that used counts
 	used      int64 // tokens used that day
 	requests  int64 // requests that day
+	open      int   // calls admitted and not over yet
 }
 
 // Usage is a user's count for the current UTC day.
@@ -39,8 +43,8 @@ type Usage struct {
 	Tokens   int64
 }
 
-func newBudgets(now func() time.Time) *budgets {
-	return &budgets{now: now, users: make(map[string]*userBudget)}
+func newBudgets(now func() time.Time, inFlight int) *budgets {
+	return &budgets{now: now, inFlight: inFlight, users: make(map[string]*userBudget)}
 }
 
 func utcDay(t time.Time) int64 { return t.UTC().Unix() / 86400 }
@@ -58,7 +62,7 @@ func (b *budgets) entry(user string, now time.Time, l Limits) *userBudget {
 }
 
 // admit takes one request from user's budget, or says why not and when to
-// retry.
+// retry. A call admitted is open until release.
 func (b *budgets) admit(user string, l Limits) (string, time.Duration) {
 	now := b.now()
 	b.mu.Lock()
@@ -67,6 +71,9 @@ func (b *budgets) admit(user string, l Limits) (string, time.Duration) {
 	if l.TokensPerDay > 0 && u.used >= l.TokensPerDay {
 		next := time.Unix((u.day+1)*86400, 0)
 		return overTokens, next.Sub(now)
+	}
+	if u.open >= b.inFlight {
+		return overInFlight, time.Second
 	}
 	if l.RequestsPerMinute > 0 {
 		rate := float64(l.RequestsPerMinute) / 60 // per second
@@ -78,7 +85,15 @@ func (b *budgets) admit(user string, l Limits) (string, time.Duration) {
 		u.allowance--
 	}
 	u.requests++
+	u.open++
 	return "", 0
+}
+
+// release ends a call admit let through.
+func (b *budgets) release(user string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.users[user].open--
 }
 
 // charge adds tokens to user's day.
@@ -106,7 +121,8 @@ func (b *budgets) usage(user string) Usage {
 
 // limitSource is each user's Limits: Options.Default, overridden by the
 // limits file when there is one, read again when it changes. A file that
-// no longer parses is logged and the last good one kept.
+// no longer parses, or is over maxLimitsFileBytes, is logged once and the
+// last good one kept.
 type limitSource struct {
 	path  string
 	base  Limits
@@ -128,6 +144,11 @@ func (s *limitSource) forUser(user string) Limits {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		s.gen, s.parsed = 0, LimitsFile{}
+	case errors.Is(err, errTooLarge):
+		if gen != s.gen {
+			s.gen = gen
+			s.log.Warn("limits file too large; keeping the last", "path", s.path, "err", err)
+		}
 	case err != nil:
 		s.log.Warn("read limits file; keeping the last", "path", s.path, "err", err)
 	case gen != s.gen:

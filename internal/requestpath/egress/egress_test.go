@@ -2,12 +2,17 @@ package egress
 
 import (
 	"bufio"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -235,4 +240,169 @@ func TestShutdownDrainsThenReturns(t *testing.T) {
 	}
 	close(e.provider.release)
 	resp.Body.Close()
+}
+
+// panicCallers panics on every lookup with a value that holds what a
+// careless log would leak.
+type panicCallers struct{}
+
+func (panicCallers) ByIP(string) (informer.Caller, error) { panic(`body {"content":"SECRET"}`) }
+
+// TestPanicAnswers500: a panic in the handler answers that call 500 in the
+// refusal shape, is logged without the panic's value and counted, and the
+// listener goes on serving.
+func TestPanicAnswers500(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Callers = panicCallers{} })
+	for i := range 2 {
+		status, body := read(t, e.call(aliceIP, "/openai/chat/completions", completion))
+		if status != http.StatusInternalServerError || !strings.Contains(body, `"type":"sandgate_egress"`) {
+			t.Fatalf("call %d = %d %q, want the proxy's 500", i, status, body)
+		}
+	}
+	if n, _ := testkit.Gathered(t, e.reg, "sandgate_egress_requests_total", map[string]string{"outcome": outcomePanic}); n != 2 {
+		t.Errorf("panics counted = %v, want 2", n)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "handler panicked: string") || strings.Contains(logs, "SECRET") {
+		t.Errorf("logs = %s", logs)
+	}
+}
+
+// TestStreamUsageAskedOnlyWhereDefined: stream_options.include_usage is
+// added to streamed OpenAI-style completions only; /responses and
+// Anthropic's /messages get the body as the sandbox sent it.
+func TestStreamUsageAskedOnlyWhereDefined(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		a := Provider{Name: "anthropic", BaseURL: o.Providers[0].BaseURL, Header: "x-api-key", Paths: []string{"/messages"}}
+		a.fill()
+		o.Providers = append(o.Providers, a)
+	})
+	e.writeKey("anthropic", "sk-ant-real")
+	close(e.provider.release)
+	const stream, withUsage = `{"model":"m","stream":true}`, `{"model":"m","stream":true,"stream_options":{"include_usage":true}}`
+	for _, tt := range []struct{ path, body, sent string }{
+		{"/openai/chat/completions", stream, withUsage},
+		{"/openai/completions", stream, withUsage},
+		{"/openai/chat/completions", `{"model":"m","stream":true,"stream_options":null}`, withUsage},
+		{"/openai/responses", stream, stream},
+		{"/anthropic/messages", stream, stream},
+	} {
+		if status, _ := read(t, e.call(aliceIP, tt.path, tt.body)); status != http.StatusOK {
+			t.Fatalf("%s %s = %d", tt.path, tt.body, status)
+		}
+		reqs := e.provider.requests()
+		if got := reqs[len(reqs)-1].Body; got != tt.sent {
+			t.Errorf("%s %s reached the provider as %s, want %s", tt.path, tt.body, got, tt.sent)
+		}
+	}
+}
+
+// TestResponseHeaders: only the documented headers come back, none that
+// names the account behind the shared key.
+func TestResponseHeaders(t *testing.T) {
+	e := newEnv(t, nil)
+	resp := e.call(aliceIP, "/openai/chat/completions", completion)
+	read(t, resp)
+	for h, want := range map[string]bool{
+		"Content-Type": true, "X-Request-Id": true, "Openai-Processing-Ms": true, "Openai-Version": true,
+		"X-Ratelimit-Remaining-Requests": true,
+		"Openai-Organization":            false, "Openai-Project": false, "Anthropic-Organization-Id": false, "Set-Cookie": false,
+	} {
+		if got := resp.Header.Get(h) != ""; got != want {
+			t.Errorf("%s passed back = %v, want %v", h, got, want)
+		}
+	}
+}
+
+// TestSandboxThatStopsReadingIsDropped: a write to a sandbox that has
+// stopped reading fails after WriteTimeout, so the call ends (aborted)
+// and the provider's connection is closed.
+func TestSandboxThatStopsReadingIsDropped(t *testing.T) {
+	ended := make(chan struct{})
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(ended)
+		w.Header().Set("Content-Type", "text/event-stream")
+		event := []byte(`data: {"choices":[{"delta":{"content":"` + strings.Repeat("x", 4096) + "\"}}]}\n\n")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(event); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(endless.Close)
+	e := newEnv(t, func(o *Options) {
+		o.Providers[0].BaseURL = endless.URL + "/v1"
+		o.WriteTimeout = 50 * time.Millisecond
+	})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(aliceIP)}}
+	conn, err := d.Dial("tcp", e.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	const body = `{"stream":true}`
+	fmt.Fprintf(conn, "POST /openai/chat/completions HTTP/1.1\r\nHost: egress\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	testkit.Receive(t, "the provider's stream ended", ended)
+	testkit.Eventually(t, "the call audited as aborted", func() bool {
+		lines := e.auditLines()
+		return len(lines) == 1 && lines[0]["outcome"] == outcomeAborted
+	})
+}
+
+// TestCallsInFlightCap: a user's calls open at once are capped (429 in
+// the refusal shape), another user's are not, and a call that ends frees
+// its place.
+func TestCallsInFlightCap(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.CallsInFlight = 1 })
+	r := bufio.NewReader(e.call(aliceIP, "/openai/chat/completions", `{"stream":true}`).Body)
+	if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, `"one"`) {
+		t.Fatalf("first event = %q, %v", first, err)
+	}
+	second := e.call(aliceIP, "/openai/chat/completions", completion)
+	if status, body := read(t, second); status != http.StatusTooManyRequests || !strings.Contains(body, `"type":"sandgate_egress"`) ||
+		second.Header.Get("Retry-After") != "1" {
+		t.Errorf("alice's second call = %d %q Retry-After %q, want 429", status, body, second.Header.Get("Retry-After"))
+	}
+	if status, _ := read(t, e.call(bobIP, "/openai/chat/completions", completion)); status != http.StatusOK {
+		t.Errorf("bob's call = %d", status)
+	}
+	close(e.provider.release)
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "alice's stream audited", func() bool { return len(e.auditLines()) == 3 })
+	if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusOK {
+		t.Errorf("alice's call after her stream = %d", status)
+	}
+}
+
+// TestLimitsFileSize: a limits file past the key files' 64 KiB cap is
+// applied; one past its own cap is logged once per version, and the last
+// good one kept.
+func TestLimitsFileSize(t *testing.T) {
+	now := time.Unix(1_000_000_000, 0)
+	e := newEnv(t, func(o *Options) { o.Now = func() time.Time { return now } })
+	var users strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&users, `"user-%d":{"tokens_per_day":1},`, i)
+	}
+	e.writeLimits(`{"users":{` + users.String() + `"alice":{"requests_per_minute":1}}}`)
+	for i, want := range []int{http.StatusOK, http.StatusTooManyRequests} {
+		if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != want {
+			t.Fatalf("alice's call %d under a %d-byte limits file = %d, want %d", i, users.Len(), status, want)
+		}
+	}
+	for v := range 2 {
+		e.writeLimits(strings.Repeat(" ", maxLimitsFileBytes+1+v))
+		for range 3 {
+			if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusTooManyRequests {
+				t.Fatalf("alice's call = %d, want 429 from the last good limits", status)
+			}
+			e.filesChanged()
+		}
+		if n := strings.Count(e.logs.String(), "limits file too large"); n != v+1 {
+			t.Errorf("after %d oversized versions the log says so %d times", v+1, n)
+		}
+	}
 }

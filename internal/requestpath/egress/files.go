@@ -16,6 +16,10 @@ import (
 // while a stat on every call is most of a call's own CPU time.
 const fileRecheck = time.Second
 
+// errTooLarge is a file over its cache's maxBytes: kept as that version's
+// content until the file changes.
+var errTooLarge = errors.New("file too large")
+
 // fileCache reads small files again only when they changed. The kubelet
 // updates a mounted Secret or ConfigMap by swapping a symlink, so a
 // changed file has a new inode; an edit in place changes its size or
@@ -36,6 +40,7 @@ type cachedFile struct {
 	mod     time.Time
 	size    int64
 	data    []byte
+	err     error // errTooLarge, or nil
 	gen     uint64
 }
 
@@ -51,7 +56,8 @@ func (c *fileCache) read(path string) ([]byte, error) {
 }
 
 // readGen is read and a number that changes whenever the content was read
-// again, so a caller can keep what it parsed from the last one.
+// again, so a caller can keep what it parsed from the last one (or report
+// a file over maxBytes once).
 func (c *fileCache) readGen(path string) ([]byte, uint64, error) {
 	now := c.now()
 	c.mu.Lock()
@@ -61,7 +67,7 @@ func (c *fileCache) readGen(path string) ([]byte, uint64, error) {
 		if f.missing {
 			return nil, 0, fmt.Errorf("read %s: %w", path, fs.ErrNotExist)
 		}
-		return f.data, f.gen, nil
+		return f.data, f.gen, f.err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -81,19 +87,18 @@ func (c *fileCache) readGen(path string) ([]byte, uint64, error) {
 		c.mu.Lock()
 		c.files[path] = f
 		c.mu.Unlock()
-		return f.data, f.gen, nil
+		return f.data, f.gen, f.err
 	}
+	var data []byte
 	if st.Size() > c.maxBytes {
-		return nil, 0, fmt.Errorf("read %s: larger than %d bytes", path, c.maxBytes)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+		err = fmt.Errorf("read %s: %w: %d bytes, at most %d", path, errTooLarge, st.Size(), c.maxBytes)
+	} else if data, err = os.ReadFile(path); err != nil {
 		return nil, 0, err
 	}
 	c.mu.Lock()
 	c.gen++
 	gen := c.gen
-	c.files[path] = cachedFile{checked: now, ino: ino, mod: st.ModTime(), size: st.Size(), data: data, gen: gen}
+	c.files[path] = cachedFile{checked: now, ino: ino, mod: st.ModTime(), size: st.Size(), data: data, err: err, gen: gen}
 	c.mu.Unlock()
-	return data, gen, nil
+	return data, gen, err
 }

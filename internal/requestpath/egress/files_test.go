@@ -53,3 +53,30 @@ func TestFileCacheRechecks(t *testing.T) {
 	now = now.Add(fileRecheck)
 	want("removed", "")
 }
+
+// TestFileCacheTooLarge: a file over the cap is an error that keeps its
+// number until the file changes, so a caller can report it once.
+func TestFileCacheTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "limits")
+	now := time.Unix(1000, 0)
+	c := newFileCache(8)
+	c.now = func() time.Time { return now }
+	if err := os.WriteFile(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, gen, err := c.readGen(path)
+	if !errors.Is(err, errTooLarge) {
+		t.Fatalf("read = %v, want too large", err)
+	}
+	now = now.Add(fileRecheck)
+	if _, again, err := c.readGen(path); !errors.Is(err, errTooLarge) || again != gen {
+		t.Errorf("read unchanged = %d, %v; want %d, too large", again, err, gen)
+	}
+	if err := os.WriteFile(path, []byte("small"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(fileRecheck)
+	if data, _, err := c.readGen(path); err != nil || string(data) != "small" {
+		t.Errorf("read after shrinking = %q, %v", data, err)
+	}
+}

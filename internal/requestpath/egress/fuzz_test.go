@@ -62,8 +62,9 @@ func FuzzMeter(f *testing.F) {
 }
 
 func FuzzWithStreamUsage(f *testing.F) {
-	f.Add([]byte(`{"stream":true}`))
-	f.Add([]byte(`{"stream":true,"stream_options":{"include_usage":false}}`))
+	for _, tt := range streamUsageTests {
+		f.Add([]byte(tt.body))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		withStreamUsage(body)
 	})

@@ -16,6 +16,7 @@ const (
 	outcomeNoKey         = "no_key"
 	outcomeUpstreamError = "upstream_error"
 	outcomeAborted       = "aborted"
+	outcomePanic         = "panic"
 )
 
 // metrics label values come from the configured providers and the fixed
@@ -33,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Egress calls by provider and outcome (ok, unknown_caller, bad_path, over_budget, no_key, upstream_error, aborted).",
+			Help: "Egress calls by provider and outcome (ok, unknown_caller, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
 		}, []string{"provider", "outcome"}),
 		tokens: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "tokens_total",

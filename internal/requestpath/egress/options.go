@@ -21,7 +21,10 @@ const (
 	DefaultDialTimeout    = 10 * time.Second
 	DefaultIdleTimeout    = 90 * time.Second
 	DefaultDrainTimeout   = 20 * time.Second
+	DefaultWriteTimeout   = 60 * time.Second // as the node proxy's WRITE_TIMEOUT
+	DefaultCallsInFlight  = 32
 	maxKeyFileBytes       = 64 << 10
+	maxLimitsFileBytes    = 4 << 20 // a ConfigMap holds 1 MiB
 	maxUsageDocumentBytes = 4 << 20
 )
 
@@ -52,6 +55,11 @@ type Options struct {
 	UpstreamIdle time.Duration
 	// IdleTimeout is the keep-alive time between a sandbox's calls.
 	IdleTimeout time.Duration
+	// WriteTimeout bounds each write to a sandbox, so one that stops
+	// reading frees its call and the provider's connection.
+	WriteTimeout time.Duration
+	// CallsInFlight caps each user's calls open at once (429 past it).
+	CallsInFlight int
 	// DrainTimeout is how long shutdown waits for open calls.
 	DrainTimeout time.Duration
 	// Callers identifies the caller by source address. Required.
@@ -87,6 +95,9 @@ func (o Options) Validate() error {
 	if o.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))
 	}
+	if o.CallsInFlight < 0 {
+		errs = append(errs, fmt.Errorf("calls in flight %d is negative", o.CallsInFlight))
+	}
 	if o.Default.RequestsPerMinute < 0 || o.Default.TokensPerDay < 0 {
 		errs = append(errs, errors.New("default limits must not be negative"))
 	}
@@ -98,6 +109,8 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.HeaderTimeout, DefaultHeaderTimeout)
 	defaults.Set(&o.UpstreamIdle, DefaultUpstreamIdle)
 	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Set(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Set(&o.CallsInFlight, DefaultCallsInFlight)
 	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
 	defaults.Clock(&o.Now)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))

@@ -108,6 +108,9 @@ var meterTests = []struct {
 	{"json without usage", false, `{"choices":[]}`, 0},
 	{"openai stream", true, "data: {\"choices\":[]}\n\ndata: {\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":6,\"total_tokens\":11}}\n\ndata: [DONE]\n\n", 11},
 	{"anthropic stream", true, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":15}}\n\n", 25},
+	{"responses stream", true, "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\",\"usage\":null}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r1\",\"status\":\"completed\",\"usage\":{\"input_tokens\":8,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":9,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":17}}}\n\n", 17},
 	{"crlf and no final newline", true, "data: {\"usage\":{\"total_tokens\":9}}\r\n\r\ndata: {\"usage\":{\"total_tokens\":12}}", 12},
 	{"garbage", true, "data: {\"usage\":\ndata: nope\n", 0},
 }
@@ -129,25 +132,55 @@ func TestMeter(t *testing.T) {
 	}
 }
 
-func TestMeterCapsWhatItKeeps(t *testing.T) {
-	m := meter{maxDoc: 16}
-	m.write([]byte(`{"usage":{"total_tokens":5},"pad":"` + strings.Repeat("x", 64) + `"}`))
-	if got := m.done(); got.Total != 0 || m.buf != nil {
-		t.Errorf("oversized document metered: %+v", got)
+// TestMeterPastItsCap: a JSON body past maxDoc keeps only its tail, and
+// is counted by the last usage key there when it is the top-level one.
+func TestMeterPastItsCap(t *testing.T) {
+	pad := `"data":[` + strings.Repeat(`{"embedding":[0.1,0.2]},`, 20) + `{}]`
+	for _, tt := range []struct {
+		name, body string
+		total      int64
+	}{
+		{"usage last", `{` + pad + `,"usage":{"prompt_tokens":3,"total_tokens":5}}`, 5},
+		{"fields after usage", `{` + pad + `,"usage": {"total_tokens":5}, "service_tier":"default","meta":{"a":[1]}}`, 5},
+		{"the string usage after the key", `{` + pad + `,"usage":{"total_tokens":5},"kind":"usage"}`, 5},
+		{"usage first, cut off", `{"usage":{"total_tokens":5},` + pad + `}`, 0},
+		{"nested usage", `{` + pad + `,"x":{"usage":{"total_tokens":5}}}`, 0},
+		{"nested in an array", `{` + pad + `,"x":[{"usage":{"total_tokens":5}}]}`, 0},
+		{"usage null", `{` + pad + `,"usage":null}`, 0},
+		{"unfinished", `{` + pad + `,"usage":{"total_tokens":5}`, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := meter{maxDoc: 128}
+			for b := []byte(tt.body); len(b) > 0; {
+				n := min(7, len(b))
+				m.write(b[:n])
+				b = b[n:]
+				if len(m.buf) > m.maxDoc {
+					t.Fatalf("meter kept %d bytes", len(m.buf))
+				}
+			}
+			if got := m.done(); got.Total != tt.total || m.buf != nil {
+				t.Errorf("total = %d, want %d (%+v)", got.Total, tt.total, got)
+			}
+		})
 	}
 }
 
+var streamUsageTests = []struct{ body, want string }{
+	{`{"stream":true}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
+	{`{"stream":true,"stream_options":{"x":1}}`, `{"stream":true,"stream_options":{"include_usage":true,"x":1}}`},
+	{`{"stream":true,"stream_options":{"include_usage":false}}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
+	{`{"stream":true,"stream_options":null}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
+	{`{"stream":false}`, `{"stream":false}`},
+	{`{"model":"m"}`, `{"model":"m"}`},
+	{`{"stream":true,"stream_options":"odd"}`, `{"stream":true,"stream_options":"odd"}`},
+	{`not json "stream"`, `not json "stream"`},
+}
+
 func TestWithStreamUsage(t *testing.T) {
-	for body, want := range map[string]string{
-		`{"stream":true}`:                          `{"stream":true,"stream_options":{"include_usage":true}}`,
-		`{"stream":true,"stream_options":{"x":1}}`: `{"stream":true,"stream_options":{"include_usage":true,"x":1}}`,
-		`{"stream":false}`:                         `{"stream":false}`,
-		`{"model":"m"}`:                            `{"model":"m"}`,
-		`{"stream":true,"stream_options":"odd"}`:   `{"stream":true,"stream_options":"odd"}`,
-		`not json "stream"`:                        `not json "stream"`,
-	} {
-		if got := string(withStreamUsage([]byte(body))); got != want {
-			t.Errorf("withStreamUsage(%s) = %s, want %s", body, got, want)
+	for _, tt := range streamUsageTests {
+		if got := string(withStreamUsage([]byte(tt.body))); got != tt.want {
+			t.Errorf("withStreamUsage(%s) = %s, want %s", tt.body, got, tt.want)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -50,14 +52,13 @@ func New(o Options) (*Proxy, error) {
 		return nil, err
 	}
 	log := o.Logger.With("component", "egress")
-	files := newFileCache(maxKeyFileBytes)
 	p := &Proxy{
 		opts: o, log: log, m: m,
 		audit:     o.Audit.With("log", "audit", "component", "egress"),
 		providers: make(map[string]*upstream, len(o.Providers)),
-		keys:      &keyStore{dir: filepath.Clean(o.KeysDir), files: files},
-		limits:    &limitSource{path: o.LimitsFile, base: o.Default, files: files, log: log},
-		budgets:   newBudgets(o.Now),
+		keys:      &keyStore{dir: filepath.Clean(o.KeysDir), files: newFileCache(maxKeyFileBytes)},
+		limits:    &limitSource{path: o.LimitsFile, base: o.Default, files: newFileCache(maxLimitsFileBytes), log: log},
+		budgets:   newBudgets(o.Now, o.CallsInFlight),
 	}
 	for _, pr := range o.Providers {
 		u, _ := pr.upstream() // validated
@@ -135,7 +136,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		Logger:                       serverLogger{p.log},
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
+	go func() { errc <- s.Serve(writeDeadlines{ln, p.opts.WriteTimeout}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve egress: %w", err)
@@ -148,6 +149,33 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	<-errc
 	return nil
+}
+
+// writeDeadlines gives each Write on an accepted connection its own
+// deadline: a sandbox that stops reading is dropped after the timeout
+// (the write fails, the call ends as aborted), while a long stream that
+// keeps moving is not cut off.
+type writeDeadlines struct {
+	net.Listener
+	timeout time.Duration
+}
+
+func (l writeDeadlines) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writeDeadlineConn{Conn: c, timeout: l.timeout}, nil
+}
+
+type writeDeadlineConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *writeDeadlineConn) Write(b []byte) (int, error) {
+	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(b)
 }
 
 // serveError answers what fasthttp refused before the handler: a body
@@ -172,14 +200,23 @@ type call struct {
 	status     int
 	outcome    string
 	ownKey     bool
+	admitted   bool // holds one of the user's calls in flight
 	limits     Limits
 	usage      TokenUsage
 	retryAfter time.Duration
+	finished   bool // finish has run
 }
 
-// serve runs caller -> route -> budget -> key -> upstream -> respond.
+// serve runs caller -> route -> budget -> key -> upstream -> respond. It
+// is the one place a call is served, so it recovers a panic: fasthttp
+// does not, and one call must not take the node proxy down.
 func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	c := &call{start: time.Now(), client: ctx.RemoteIP().String(), status: fasthttp.StatusOK, outcome: outcomeOK}
+	defer func() {
+		if r := recover(); r != nil {
+			p.recovered(ctx, c, r)
+		}
+	}()
 	up, err := p.route(ctx, c)
 	if err == nil {
 		var resp *fasthttp.Response
@@ -192,12 +229,28 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	p.finish(c)
 }
 
+// recovered answers a call whose handler panicked with 500. The log names
+// the runtime error (or only the panic value's type, which could hold a
+// body) and the stack.
+func (p *Proxy) recovered(ctx *fasthttp.RequestCtx, c *call, r any) {
+	what := fmt.Sprintf("%T", r)
+	if e, ok := r.(runtime.Error); ok {
+		what = e.Error()
+	}
+	ctx.Response.Reset()
+	p.refuse(ctx, c, fmt.Errorf("%w: %s\n%s", errPanic, what, debug.Stack()))
+	if !c.finished {
+		p.finish(c)
+	}
+}
+
 // Refusals, mapped to statuses by refuse.
 var (
 	errBadMethod  = errors.New("method not allowed")
 	errBadPath    = errors.New("path not allowed")
 	errOverBudget = errors.New("budget spent")
 	errUpstream   = errors.New("provider unreachable")
+	errPanic      = errors.New("handler panicked")
 )
 
 // route identifies the caller, the provider and path, and takes the call
@@ -226,6 +279,7 @@ func (p *Proxy) route(ctx *fasthttp.RequestCtx, c *call) (*upstream, error) {
 		c.retryAfter = after
 		return nil, fmt.Errorf("%w: %s", errOverBudget, why)
 	}
+	c.admitted = true
 	return up, nil
 }
 
@@ -253,7 +307,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c *call, up *upstream) (*fasth
 	}
 	req.Header.Set(up.Header, up.Prefix+string(key))
 	if ctx.IsPost() {
-		req.SetBody(withStreamUsage(ctx.PostBody()))
+		body := ctx.PostBody()
+		if definesStreamUsage(c.path) {
+			body = withStreamUsage(body)
+		}
+		req.SetBody(body)
 	}
 	resp := fasthttp.AcquireResponse()
 	sent := time.Now()
@@ -282,6 +340,8 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 	case errors.Is(err, ErrNoKey):
 		status, outcome, msg = fasthttp.StatusServiceUnavailable, outcomeNoKey, "provider key not configured"
 	case errors.Is(err, errUpstream):
+	case errors.Is(err, errPanic):
+		status, outcome, msg = fasthttp.StatusInternalServerError, outcomePanic, "internal error"
 	default:
 		status, outcome, msg = fasthttp.StatusInternalServerError, outcomeUpstreamError, "internal error"
 	}
@@ -296,6 +356,10 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 
 // finish records a call once it is over: metrics and one audit line.
 func (p *Proxy) finish(c *call) {
+	c.finished = true
+	if c.admitted {
+		p.budgets.release(c.caller.User)
+	}
 	name := c.provider
 	if name == "" || c.outcome == outcomeUnknownCaller {
 		name = "none"
@@ -323,14 +387,17 @@ func (p *Proxy) finish(c *call) {
 }
 
 // passHeader reports response headers passed back to the sandbox: the
-// body's type and the provider's request id, rate-limit and retry hints.
+// body's type, the provider's request id, processing time and API version,
+// rate-limit and retry hints. Nothing that names the key's account
+// (openai-organization, openai-project, anthropic-organization-id).
 func passHeader(k []byte) bool {
 	h := strings.ToLower(string(k))
 	switch h {
-	case "content-type", "cache-control", "retry-after", "x-request-id", "request-id":
+	case "content-type", "cache-control", "retry-after", "x-request-id", "request-id",
+		"openai-processing-ms", "openai-version":
 		return true
 	}
-	return strings.HasPrefix(h, "x-ratelimit-") || strings.HasPrefix(h, "anthropic-ratelimit-") || strings.HasPrefix(h, "openai-")
+	return strings.HasPrefix(h, "x-ratelimit-") || strings.HasPrefix(h, "anthropic-ratelimit-")
 }
 
 var eventStream = []byte("text/event-stream")

@@ -62,7 +62,9 @@ func (s *providerStandin) serve(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(body, &req)
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Request-Id", "req-1")
+		for k, v := range standinHeaders {
+			w.Header().Set(k, v)
+		}
 		fmt.Fprintf(w, `{"id":"c1","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`,
 			s.usage/3, s.usage-s.usage/3, s.usage)
 		return
@@ -82,6 +84,14 @@ func (s *providerStandin) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", s.usage-5, s.usage)
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// standinHeaders are the response headers of a completion: OpenAI's
+// documented ones, and those that name the key's account.
+var standinHeaders = map[string]string{
+	"X-Request-Id": "req-1", "Openai-Processing-Ms": "12", "Openai-Version": "2020-10-01",
+	"X-Ratelimit-Remaining-Requests": "99", "Openai-Organization": "org-shared", "Openai-Project": "proj_shared",
+	"Anthropic-Organization-Id": "org-uuid", "Set-Cookie": "__cf_bm=x",
 }
 
 func (s *providerStandin) requests() []seenRequest {
@@ -129,6 +139,7 @@ type env struct {
 	keysDir  string
 	limits   string
 	logs     *logbuf.Buffer
+	reg      *prometheus.Registry
 	addr     string
 	proxy    *Proxy
 	stop     func() error // shuts the proxy down and returns Serve's error
@@ -145,7 +156,7 @@ func (e *env) filesChanged() { e.fileSkew.Add(int64(fileRecheck)) }
 
 func newEnv(t *testing.T, tweak func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, provider: startProviderStandin(t), keysDir: t.TempDir(), logs: &logbuf.Buffer{}}
+	e := &env{t: t, provider: startProviderStandin(t), keysDir: t.TempDir(), logs: &logbuf.Buffer{}, reg: prometheus.NewRegistry()}
 	e.limits = filepath.Join(t.TempDir(), "limits.json")
 	e.callers = &fakeCallers{m: map[string]informer.Caller{
 		aliceIP: {User: "alice", Sandbox: "sb-alice", Pod: "sb-alice"},
@@ -159,7 +170,7 @@ func newEnv(t *testing.T, tweak func(*Options)) *env {
 		Default:    Limits{RequestsPerMinute: 100, TokensPerDay: 1_000_000},
 		Callers:    e.callers,
 		Logger:     slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Registerer: prometheus.NewRegistry(),
+		Registerer: e.reg,
 	}
 	o.Providers[0].fill()
 	if tweak != nil {
@@ -170,6 +181,7 @@ func newEnv(t *testing.T, tweak func(*Options)) *env {
 		t.Fatal(err)
 	}
 	p.keys.files.now = e.fileClock
+	p.limits.files.now = e.fileClock
 	e.proxy = p
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

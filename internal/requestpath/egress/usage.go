@@ -12,8 +12,9 @@ type TokenUsage struct {
 	Total      int64
 }
 
-// usageFields covers OpenAI (prompt/completion/total_tokens) and
-// Anthropic (input/output_tokens) names.
+// usageFields covers OpenAI's chat and completions names
+// (prompt/completion/total_tokens), its Responses API's and Anthropic's
+// (input/output_tokens, and total_tokens in the Responses API).
 type usageFields struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
@@ -32,14 +33,17 @@ func (u *TokenUsage) merge(f usageFields) {
 }
 
 // parseUsage reads the usage object of one JSON document (a response
-// body, or one SSE event's data), at the top level or inside "message"
-// (Anthropic's message_start). It reports whether it found one.
+// body, or one SSE event's data), at the top level, inside "message"
+// (Anthropic's message_start) or inside "response" (the Responses API's
+// response.completed). It reports whether it found one.
 func parseUsage(doc []byte) (usageFields, bool) {
+	type withUsage struct {
+		Usage *usageFields `json:"usage"`
+	}
 	var d struct {
-		Usage   *usageFields `json:"usage"`
-		Message *struct {
-			Usage *usageFields `json:"usage"`
-		} `json:"message"`
+		withUsage
+		Message  *withUsage `json:"message"`
+		Response *withUsage `json:"response"`
 	}
 	if json.Unmarshal(doc, &d) != nil {
 		return usageFields{}, false
@@ -49,20 +53,23 @@ func parseUsage(doc []byte) (usageFields, bool) {
 		return *d.Usage, true
 	case d.Message != nil && d.Message.Usage != nil:
 		return *d.Message.Usage, true
+	case d.Response != nil && d.Response.Usage != nil:
+		return *d.Response.Usage, true
 	}
 	return usageFields{}, false
 }
 
 // meter watches a response body go by and collects its usage: an event
 // stream line by line (data lines that mention usage), anything else as
-// one JSON document kept up to maxDoc bytes. It never holds the stream up.
+// one JSON document kept up to maxDoc bytes. Past that only the
+// document's tail is kept, where the providers put the top-level usage
+// (after the choices, embeddings or output). It never holds the stream up.
 type meter struct {
 	sse    bool
 	maxDoc int
-	buf    []byte // the current SSE line, or the JSON document so far
-	over   bool   // the document outgrew maxDoc
+	buf    []byte // the current SSE line, or the JSON document (its tail once over) so far
+	over   bool   // the SSE line or the document outgrew maxDoc
 	usage  TokenUsage
-	found  bool
 }
 
 var (
@@ -72,11 +79,7 @@ var (
 
 func (m *meter) write(p []byte) {
 	if !m.sse {
-		if m.over || len(m.buf)+len(p) > m.maxDoc {
-			m.over, m.buf = true, nil
-			return
-		}
-		m.buf = append(m.buf, p...)
+		m.keepTail(p)
 		return
 	}
 	for len(p) > 0 {
@@ -98,6 +101,24 @@ func (m *meter) write(p []byte) {
 	}
 }
 
+// keepTail adds p to the document; once it outgrows maxDoc only its last
+// maxDoc/2 bytes are kept, so each trim moves at most as many bytes as
+// were added since the last one.
+func (m *meter) keepTail(p []byte) {
+	if len(m.buf)+len(p) <= m.maxDoc {
+		m.buf = append(m.buf, p...)
+		return
+	}
+	m.over = true
+	keep := m.maxDoc / 2
+	if len(p) >= keep {
+		m.buf = append(m.buf[:0], p[len(p)-keep:]...)
+		return
+	}
+	m.buf = append(m.buf[:0], m.buf[len(m.buf)+len(p)-keep:]...)
+	m.buf = append(m.buf, p...)
+}
+
 func (m *meter) line(l []byte) {
 	l = bytes.TrimSuffix(l, []byte("\r"))
 	rest, ok := bytes.CutPrefix(l, dataPrefix)
@@ -106,12 +127,11 @@ func (m *meter) line(l []byte) {
 	}
 	if f, ok := parseUsage(bytes.TrimSpace(rest)); ok {
 		m.usage.merge(f)
-		m.found = true
 	}
 }
 
-// done finishes the count: the last SSE line without a newline, or the
-// whole JSON document.
+// done finishes the count: the last SSE line without a newline, the whole
+// JSON document, or the tail of one that outgrew maxDoc.
 func (m *meter) done() TokenUsage {
 	switch {
 	case m.sse && !m.over && len(m.buf) > 0:
@@ -119,9 +139,40 @@ func (m *meter) done() TokenUsage {
 	case !m.sse && !m.over && bytes.Contains(m.buf, usageKey):
 		if f, ok := parseUsage(m.buf); ok {
 			m.usage.merge(f)
-			m.found = true
+		}
+	case !m.sse && m.over:
+		if f, ok := tailUsage(m.buf); ok {
+			m.usage.merge(f)
 		}
 	}
 	m.buf = nil
 	return m.usage
+}
+
+// tailUsage reads the last "usage" key in the tail of a JSON document when
+// its value is an object of the top-level object: what follows the value
+// then closes exactly one object, as `{"x":0` + rest shows. An unescaped
+// `"usage"` followed by ':' is always a key, wherever the tail starts.
+func tailUsage(tail []byte) (usageFields, bool) {
+	end := len(tail)
+	for {
+		i := bytes.LastIndex(tail[:end], usageKey)
+		if i < 0 {
+			return usageFields{}, false
+		}
+		rest, ok := bytes.CutPrefix(bytes.TrimLeft(tail[i+len(usageKey):], " \t\r\n"), []byte(":"))
+		if !ok { // the string "usage", not a key
+			end = i
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(rest))
+		var f *usageFields
+		if dec.Decode(&f) != nil || f == nil {
+			return usageFields{}, false
+		}
+		if !json.Valid(append([]byte(`{"x":0`), rest[dec.InputOffset():]...)) {
+			return usageFields{}, false
+		}
+		return *f, true
+	}
 }
