@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,8 +20,9 @@ type egressRunner struct {
 }
 
 // newEgress builds the egress proxy on idx's caches and binds its
-// listener; it returns nil when no provider is configured.
-func newEgress(e EgressConfig, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
+// listener; it returns nil when no provider is configured. A write to a
+// sandbox is bounded by the proxy's WRITE_TIMEOUT, as a write to a client.
+func newEgress(e EgressConfig, writeTimeout time.Duration, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
 	if !e.enabled() {
 		return nil, nil
 	}
@@ -33,6 +35,7 @@ func newEgress(e EgressConfig, idx *informer.Index, log *slog.Logger, reg promet
 		Providers: providers, KeysDir: e.KeysDir, LimitsFile: e.LimitsFile,
 		Default:      egress.Limits{RequestsPerMinute: e.RequestsPerMinute, TokensPerDay: int64(e.TokensPerDay)},
 		MaxBodyBytes: e.MaxBodyKB << 10,
+		WriteTimeout: writeTimeout,
 		Callers:      callers,
 		Logger:       log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
 	})
