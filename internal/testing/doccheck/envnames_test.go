@@ -19,6 +19,11 @@ var notSettings = map[string]string{
 	"AUDIT_LOG":       "docs/audit.md: there is no such setting, the audit stream is part of the log",
 	"FLASH_TTL":       "docs/api.md, docs/security.md: the seed's setting, no longer used",
 	"DAC_READ_SEARCH": "docs/handshake.md: a Linux capability",
+	// README.md: oauth2-proxy's own settings, in the Secret its
+	// Deployment (manifests/components/sso) reads them from.
+	"OAUTH2_PROXY_CLIENT_ID":     "oauth2-proxy's",
+	"OAUTH2_PROXY_CLIENT_SECRET": "oauth2-proxy's",
+	"OAUTH2_PROXY_COOKIE_SECRET": "oauth2-proxy's",
 }
 
 var upperName = regexp.MustCompile(`\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]\b`)
