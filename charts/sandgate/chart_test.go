@@ -183,6 +183,9 @@ func TestChartAppliesByDryRun(t *testing.T) {
 	for _, c := range combinations() {
 		sets = append(sets, c.values())
 	}
+	for _, c := range siteCases {
+		sets = append(sets, c.set)
+	}
 	for _, set := range sets {
 		args := []string{"template", "sandgate", "."}
 		for _, s := range set {

@@ -1,11 +1,13 @@
 {{/*
 sandgate.workload applies the image, pull policy, resources and settings
-checksum to a Deployment or DaemonSet: (list $ object image values).
+checksum to a Deployment or DaemonSet: (list $ object image resources
+settings), where settings are what sandgate.config changed in its ConfigMap.
 */}}
 {{- define "sandgate.workload" -}}
 {{- $ := index . 0 -}}
 {{- $o := index . 1 -}}
-{{- $v := index . 3 -}}
+{{- $resources := index . 3 -}}
+{{- $settings := index . 4 -}}
 {{- $tmpl := $o.spec.template -}}
 {{- $_ := set $tmpl.metadata "labels" ($tmpl.metadata.labels | default dict) -}}
 {{- include "sandgate.labels" (list $ $tmpl.metadata.labels) -}}
@@ -15,27 +17,45 @@ checksum to a Deployment or DaemonSet: (list $ object image values).
 {{- if $.Values.images.pullPolicy -}}
 {{- $_ = set $c "imagePullPolicy" $.Values.images.pullPolicy -}}
 {{- end -}}
-{{- if $v.resources -}}
-{{- $_ = set $c "resources" $v.resources -}}
+{{- if $resources -}}
+{{- $_ = set $c "resources" $resources -}}
 {{- end -}}
-{{- if $v.config -}}
+{{- if $settings -}}
 {{- $annotations := $tmpl.metadata.annotations | default dict -}}
-{{- $_ = set $annotations "sandgate.io/config-checksum" ($v.config | toJson | sha256sum) -}}
+{{- $_ = set $annotations "sandgate.io/config-checksum" ($settings | toJson | sha256sum) -}}
 {{- $_ = set $tmpl.metadata "annotations" $annotations -}}
 {{- end -}}
 {{- end -}}
 
 {{/*
 sandgate.config merges settings into a generated ConfigMap's data:
-(list configmap settings). The claim settings stay as shipped, since the
-admission policy reads them from its own copy.
+(list $ configmap settings). The claim settings stay as shipped, since the
+admission policy reads them from its own copy. With exposure=subdomain,
+USER_DOMAIN and PUBLIC_ORIGIN follow ingress.userDomain and ingress.host,
+the Ingress's hosts: where they differ from what the ConfigMap ships they
+join settings, so that they roll the pods too.
 */}}
 {{- define "sandgate.config" -}}
-{{- $o := index . 0 -}}
-{{- range $k, $v := index . 1 -}}
-{{- if has $k (list "CLAIM_PREFIX" "WARM_POOL") -}}
-{{- fail (printf "%s is fixed in the chart: the admission policy reads it too" $k) -}}
+{{- $ := index . 0 -}}
+{{- $o := index . 1 -}}
+{{- $settings := index . 2 -}}
+{{- $fixed := dict "CLAIM_PREFIX" "the admission policy reads it too" "WARM_POOL" "the admission policy reads it too" -}}
+{{- $site := dict -}}
+{{- if eq $.Values.exposure "subdomain" -}}
+{{- $fixed = merge $fixed (dict "USER_DOMAIN" "set ingress.userDomain" "PUBLIC_ORIGIN" "set ingress.host") -}}
+{{- $site = dict "USER_DOMAIN" $.Values.ingress.userDomain "PUBLIC_ORIGIN" (printf "https://%s" $.Values.ingress.host) -}}
 {{- end -}}
+{{- range $k, $v := $settings -}}
+{{- if hasKey $fixed $k -}}
+{{- fail (printf "%s is fixed in the chart: %s" $k (index $fixed $k)) -}}
+{{- end -}}
+{{- end -}}
+{{- range $k, $v := $site -}}
+{{- if and (hasKey $o.data $k) (ne (index $o.data $k) $v) -}}
+{{- $_ := set $settings $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- range $k, $v := $settings -}}
 {{- $_ := set $o.data $k (toString $v) -}}
 {{- end -}}
 {{- end -}}
