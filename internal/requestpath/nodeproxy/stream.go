@@ -102,7 +102,18 @@ const copyBodyMax = 16 << 10
 // body of unknown length goes out chunked with the headers flushed first,
 // so each upstream write (an SSE event) reaches the client without waiting
 // for more.
+//
+// A final status below 200 is refused: fasthttp's client has already
+// skipped the interim ones, so it is a 101 to a request the proxy did not
+// upgrade itself. Passed on, it would tell a front proxy that the client's
+// connection is now a tunnel, whose next requests, forwarded headers and
+// all, would reach this proxy as if the front proxy had sent them.
 func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, rp respPolicy) {
+	if status := resp.StatusCode(); status < fasthttp.StatusOK {
+		discard(resp)
+		p.fail(ctx, x, fmt.Errorf("%w: status %d as a final answer", ErrUpstream, status))
+		return
+	}
 	src, _ := resp.BodyStream().(fasthttp.ReadCloserWithError)
 	cl := resp.Header.ContentLength()
 	if src != nil && cl > 0 && cl <= copyBodyMax && !ctx.IsHead() && !noBody(resp.StatusCode()) {
@@ -131,6 +142,11 @@ func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Re
 	b := &respBody{p: p, x: x, resp: resp, src: src,
 		event: bytes.HasPrefix(resp.Header.ContentType(), eventStream)}
 	p.streams.Add(b)
+	if b.event && p.draining.Load() {
+		// Shutdown has ended the event streams it found; this one came
+		// after.
+		b.interrupt()
+	}
 	b.watch = p.watchSession(x, watchStream, b.sessionEnded)
 	if cl < 0 {
 		cl = -1

@@ -2,8 +2,10 @@ package nodeproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -189,18 +191,24 @@ func (b *bridge) forwardControl(src, dst *websocket.Conn) {
 	src.SetCloseHandler(func(int, string) error { return nil })
 }
 
-// readErr remembers why reading a message stopped, to tell it from a
-// failed write.
-type readErr struct {
-	r   io.Reader
-	err error
+// msgReader reads one message for the pump. It remembers why reading
+// stopped, to tell it from a failed write, and gives dst a write deadline
+// of WriteTimeout from each read: the message writer flushes a frame
+// between two reads, so each frame, not the whole message, has
+// WriteTimeout to pass.
+type msgReader struct {
+	r       io.Reader
+	dst     *websocket.Conn
+	timeout time.Duration
+	err     error
 }
 
-func (r *readErr) Read(p []byte) (int, error) {
+func (r *msgReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	if err != nil && err != io.EOF {
 		r.err = err
 	}
+	r.dst.SetWriteDeadline(time.Now().Add(r.timeout))
 	return n, err
 }
 
@@ -213,20 +221,20 @@ func (b *bridge) pump(src, dst *websocket.Conn, fromClient bool) {
 			return
 		}
 		b.p.traffic(b.x) // a data frame: pings and pongs never reach here
-		dst.SetWriteDeadline(time.Now().Add(b.p.opts.WriteTimeout))
 		w, err := dst.NextWriter(typ)
 		if err != nil {
 			b.kill()
 			return
 		}
-		rr := &readErr{r: r}
-		_, cerr := io.Copy(w, rr)
-		werr := w.Close()
-		switch {
-		case rr.err != nil:
-			b.ended(dst, fromClient, rr.err)
+		mr := &msgReader{r: r, dst: dst, timeout: b.p.opts.WriteTimeout}
+		_, cerr := io.Copy(w, mr)
+		if mr.err != nil {
+			// The message is cut short: the close goes out instead of its
+			// final fragment, so dst never sees it as complete.
+			b.ended(dst, fromClient, mr.err)
 			return
-		case cerr != nil || werr != nil:
+		}
+		if cerr != nil || w.Close() != nil {
 			b.kill()
 			return
 		}
@@ -262,11 +270,32 @@ func (b *bridge) ended(dst *websocket.Conn, fromClient bool, err error) {
 	}
 }
 
-// kill drops both connections at once, ending both pumps.
+// kill drops both connections at once, ending both pumps, unless the
+// bridge has ended meanwhile.
 func (b *bridge) kill() {
+	b.life.Lock()
+	defer b.life.Unlock()
+	if b.over {
+		return
+	}
 	b.closing.Store(true)
-	b.client.NetConn().Close()
+	ownConn(b.client).Close()
 	b.upstream.NetConn().Close()
+}
+
+// ownConn is c's network connection. fasthttp's hijacked connection
+// ignores Close, leaving it to the end of the hijack handler, so the
+// client's is the one under it, and under TLS, whose Close could wait to
+// write its alert to a client that does not read.
+func ownConn(c *websocket.Conn) net.Conn {
+	nc := c.NetConn()
+	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {
+		nc = u.UnsafeConn()
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	return nc
 }
 
 // goingAway closes both sides with 1001, for shutdown, unless the bridge
@@ -307,28 +336,32 @@ func (b *bridge) sessionEnded() {
 
 // wsRegistry tracks open bridges so shutdown can close them with 1001 and
 // wait for them.
-type wsRegistry struct{ openset.Set[*bridge] }
+type wsRegistry struct {
+	openset.Set[*bridge]
+	closing sync.WaitGroup // goingAway calls under way
+}
 
-// closeAll refuses new bridges and sends 1001 to both sides of every open
-// one.
+// closeAll refuses new bridges and starts sending 1001 to both sides of
+// every open one. The bridges close at once, each on its own: a client
+// that does not read holds up only its own close, for up to closeWait.
 func (r *wsRegistry) closeAll() {
 	for _, b := range r.Close() {
-		b.goingAway()
+		r.closing.Go(b.goingAway)
 	}
 }
 
-// wait returns once every bridge has ended, or ctx has; then it kills the
-// rest.
+// wait returns once every bridge has ended, killing those left when ctx
+// ends, and the closes closeAll started are done.
 func (r *wsRegistry) wait(ctx context.Context) {
 	done := make(chan struct{})
 	go func() { r.Wait(); close(done) }()
 	select {
 	case <-done:
-		return
 	case <-ctx.Done():
+		for _, b := range r.Members() {
+			b.kill()
+		}
+		<-done
 	}
-	for _, b := range r.Members() {
-		b.kill()
-	}
-	<-done
+	r.closing.Wait()
 }
