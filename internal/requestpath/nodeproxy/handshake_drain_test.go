@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"testing"
@@ -45,19 +44,7 @@ func TestHandshakeDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	gate := &gatedHandshaker{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	o := h.nodes["node-a"].proxy.opts
-	gate.Handshaker, o.Handshaker = o.Handshaker, gate
-	o.Registerer, o.Gatherer = nil, nil
-	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, ln) }()
-	h.nodes["stopping"] = &node{name: "stopping", proxy: p, addr: ln.Addr().String()}
+	_, cancel, done := h.stoppingProxy(ln, func(o *Options) { gate.Handshaker, o.Handshaker = o.Handshaker, gate })
 
 	type answer struct {
 		status int

@@ -601,3 +601,34 @@ func statusLine(c net.Conn, raw string) string {
 	line, _ := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSpace(line)
 }
+
+// stoppingProxy is a second proxy on node-a's collaborators, with
+// modify's changes, serving on ln and known as node "stopping", for a test
+// that shuts it down: cancel starts the shutdown and done yields Serve's
+// return. Cleanup stops it and waits for Serve.
+func (h *harness) stoppingProxy(ln net.Listener, modify func(*Options)) (p *Proxy, cancel func(), done <-chan error) {
+	h.t.Helper()
+	o := h.nodes["node-a"].proxy.opts
+	o.Registerer, o.Gatherer = nil, nil
+	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
+	if modify != nil {
+		modify(&o)
+	}
+	p, err := New(o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		served <- p.Serve(ctx, ln)
+	}()
+	h.t.Cleanup(func() {
+		stop()
+		<-finished
+	})
+	h.nodes["stopping"] = &node{name: "stopping", proxy: p, addr: ln.Addr().String()}
+	return p, stop, served
+}

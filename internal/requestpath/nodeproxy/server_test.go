@@ -2,9 +2,7 @@ package nodeproxy
 
 import (
 	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -99,23 +97,12 @@ func TestOpsEndpoints(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.addUser("alice", "node-a")
-	n := h.nodes["node-a"]
 	// A second proxy on the same collaborators, which this test stops.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := n.proxy.opts
-	o.Registerer, o.Gatherer = nil, nil
-	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
-	p, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, ln) }()
-	h.nodes["stopping"] = &node{name: "stopping", proxy: p, addr: ln.Addr().String()}
+	p, cancel, done := h.stoppingProxy(ln, nil)
 
 	c, _, err := h.dialWS("stopping", "/u/alice/api/ws", http.Header{"Cookie": {cookie(h.session("alice"))}})
 	if err != nil {

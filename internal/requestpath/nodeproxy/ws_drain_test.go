@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"syscall"
@@ -30,9 +29,8 @@ func smallBuffers(_, _ string, rc syscall.RawConn) error {
 	return err
 }
 
-// stoppingProxy is a second proxy on e's collaborators, serving on sockets
-// with small buffers; cancel starts its shutdown and done reports Serve's
-// return.
+// stoppingProxy is harness.stoppingProxy on sockets with small buffers,
+// and the address it serves on.
 func stoppingProxy(t *testing.T, e *appEnv, modify func(*Options)) (p *Proxy, addr string, cancel func(), done <-chan error) {
 	t.Helper()
 	lc := net.ListenConfig{Control: smallBuffers}
@@ -40,27 +38,8 @@ func stoppingProxy(t *testing.T, e *appEnv, modify func(*Options)) (p *Proxy, ad
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := e.h.nodes["node-a"].proxy.opts
-	o.Registerer, o.Gatherer = nil, nil
-	o.Logger = slog.New(slog.NewJSONHandler(e.h.logs, nil))
-	if modify != nil {
-		modify(&o)
-	}
-	if p, err = New(o); err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		served <- p.Serve(ctx, ln)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-finished
-	})
-	return p, ln.Addr().String(), stop, served
+	p, cancel, done = e.h.stoppingProxy(ln, modify)
+	return p, ln.Addr().String(), cancel, done
 }
 
 // TestWebSocketDrainStalledClients: WebSockets whose clients have stopped
