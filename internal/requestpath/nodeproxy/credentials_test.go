@@ -70,10 +70,13 @@ func FuzzCredentials(f *testing.F) {
 		var h fasthttp.RequestHeader
 		h.Set("Authorization", authorization)
 		h.Set("Cookie", cookieHeader)
+		// fasthttp folds line breaks in a header value to spaces, as HTTP/1.1
+		// asks of a recipient that accepts obs-fold: judge what the header holds.
+		stored, storedCookies := string(h.Peek("Authorization")), string(h.Peek("Cookie"))
 		c := readCredentials(&h, DefaultCookieName)
 		if c.bearer != "" {
-			if len(c.bearer) > maxCredentialLen || !strings.HasPrefix(strings.ToLower(authorization), "bearer ") {
-				t.Fatalf("bearer %q from %q", c.bearer, authorization)
+			if len(c.bearer) > maxCredentialLen || !strings.HasPrefix(strings.ToLower(stored), "bearer ") {
+				t.Fatalf("bearer %q from %q (sent %q)", c.bearer, stored, authorization)
 			}
 			for i := 0; i < len(c.bearer); i++ {
 				if ch := c.bearer[i]; !isToken68(ch) && ch != '=' {
@@ -85,8 +88,8 @@ func FuzzCredentials(f *testing.F) {
 			t.Fatalf("%d session cookies", len(c.cookies))
 		}
 		for _, v := range c.cookies {
-			if !validCookieValue([]byte(v)) || !strings.Contains(cookieHeader, v) {
-				t.Fatalf("cookie value %q from %q", v, cookieHeader)
+			if !validCookieValue([]byte(v)) || !strings.Contains(storedCookies, v) {
+				t.Fatalf("cookie value %q from %q (sent %q)", v, storedCookies, cookieHeader)
 			}
 		}
 	})
