@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"path/filepath"
@@ -62,5 +64,39 @@ func (s *server) await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	if !testkit.Poll(t.Context(), testkit.Timeout, cond) {
 		t.Fatalf("not %s; logs:\n%s", what, s.logs)
+	}
+}
+
+// TestSignupInFlightAtShutdownIsAnswered: an API client's signup is
+// waiting for its sandbox (no controller runs here, so it never gets
+// Ready) when the command is told to stop. It still gets its token, 202
+// with the sandbox waking, and the command exits 0: the claim informer
+// outlives the listeners and the wait ends with the shutdown.
+func TestSignupInFlightAtShutdownIsAnswered(t *testing.T) {
+	s := startServer(t, map[string]string{"WAKE_TIMEOUT": "10m"})
+	type answer struct {
+		code int
+		body []byte
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post("http://"+s.pub+"/users", "application/json", strings.NewReader(`{"user":"carol"}`))
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		got <- answer{resp.StatusCode, body, err}
+	}()
+	s.await(t, "signup waiting for its sandbox", func() bool { return strings.Contains(s.logs.String(), `"msg":"account created"`) })
+	if code := s.stop(); code != 0 {
+		t.Errorf("exit %d; logs:\n%s", code, s.logs)
+	}
+	a := testkit.Receive(t, "the signup's answer", got)
+	var res struct{ Token, State string }
+	if a.err != nil || a.code != http.StatusAccepted || json.Unmarshal(a.body, &res) != nil || res.Token == "" || res.State != "Waking" {
+		t.Fatalf("signup answered %d %s (%v), want 202 with a token, Waking", a.code, a.body, a.err)
 	}
 }

@@ -49,6 +49,11 @@ type claimStore struct {
 	m         *Metrics
 	informer  cache.SharedIndexInformer
 
+	// shutdown ends when the server begins to shut down: the waits for
+	// Ready, which a request may cut short, end with it.
+	shutdown    context.Context
+	endShutdown context.CancelFunc
+
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	created map[string]time.Time // claims this replica created, until Ready
@@ -66,6 +71,7 @@ func newClaimStore(o Options) *claimStore {
 		waiters:   map[string]map[chan struct{}]struct{}{},
 		created:   map[string]time.Time{},
 	}
+	s.shutdown, s.endShutdown = context.WithCancel(context.Background())
 	managed := labels.SelectorFromSet(labels.Set{account.LabelManagedBy: account.ManagedByValue}).String()
 	s.informer = sandboxapi.NewInformer(s.claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{
 		Tweak: func(o *metav1.ListOptions) { o.LabelSelector = managed },
@@ -188,12 +194,15 @@ func (s *claimStore) wait(ctx context.Context, name string, cond func(*extension
 	}
 }
 
-// waitReady waits up to timeout for user's claim to be Ready.
+// waitReady waits up to timeout for user's claim to be Ready, and no
+// longer once the server shuts down: the caller answers that the sandbox
+// still wakes.
 func (s *claimStore) waitReady(ctx context.Context, user string, timeout time.Duration) bool {
 	start := time.Now()
 	defer func() { s.m.Stage.WithLabelValues("claim_ready").Observe(time.Since(start).Seconds()) }()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	defer context.AfterFunc(s.shutdown, cancel)()
 	_, ok := s.wait(ctx, s.name(user), func(c *extensions.SandboxClaim) bool { return c != nil && claimReady(c) })
 	return ok
 }

@@ -146,6 +146,13 @@ func (s *Server) Handler() http.Handler {
 // Ready reports whether the keys are loaded and the informers synced.
 func (s *Server) Ready() bool { return s.ready.Load() }
 
+// ShuttingDown cuts short, now and from now on, the waits for a sandbox to
+// be Ready: a signup or recreate in flight answers at once that it still
+// wakes (202, or its token page), within the shutdown's grace period.
+// Call it when the listeners begin to shut down; Run's informers must
+// keep running until the requests have drained.
+func (s *Server) ShuttingDown() { s.claims.endShutdown() }
+
 // Run loads (or creates) the signing keys, starts the claim and key
 // informers and key rotation, and blocks until ctx ends; everything it
 // started has stopped when it returns.
