@@ -101,7 +101,7 @@ func newKeyStore(o Options) *keyStore {
 		AddFunc:    func(obj any) { k.observe(obj) },
 		UpdateFunc: func(_, obj any) { k.observe(obj) },
 		DeleteFunc: func(any) {
-			k.log.Warn("signing secret deleted; it is recreated from the loaded keys", "secret", k.name)
+			k.log.Warn("signing secret deleted; the loaded keys go on signing and refill it once it exists again (re-apply manifests/authapi: the shipped RBAC has no create)", "secret", k.name)
 		},
 	})
 	return k
@@ -109,6 +109,22 @@ func newKeyStore(o Options) *keyStore {
 
 // current returns the loaded keys, or nil before the first load.
 func (k *keyStore) current() *keyState { return k.state.Load() }
+
+// loaded returns the ring and flash key loaded, nil before the first load:
+// what a Secret deleted or emptied under a running replica is written
+// back from, so the sessions they signed stay valid.
+func (k *keyStore) loaded() (*jwt.KeyRing, []byte) {
+	if st := k.current(); st != nil {
+		return st.ring, st.flashKey
+	}
+	return nil, nil
+}
+
+// emptied reports whether sec lacks keys or the flash key, as the
+// manifests ship it.
+func emptied(sec *corev1.Secret) bool {
+	return len(sec.Data[secretKeysField]) == 0 || len(sec.Data[secretFlashField]) == 0
+}
 
 // PublicKey makes the store a jwt.KeySource over every key it holds, so the
 // auth API verifies (and renews) tokens of keys it no longer publishes.
@@ -195,21 +211,15 @@ func (k *keyStore) freshData(ring *jwt.KeyRing, flashKey []byte) (map[string][]b
 }
 
 // ensure loads the Secret, creating it (or filling an empty one shipped by
-// the manifests) when needed. Replicas racing to create it converge on
-// whichever write lands first.
+// the manifests) when needed, from the loaded keys if there are any.
+// Replicas racing to create it converge on whichever write lands first.
 func (k *keyStore) ensure(ctx context.Context) error {
 	var last error
 	for range 5 {
 		sec, err := k.secrets.Get(ctx, k.name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			var st *keyState
-			var ring *jwt.KeyRing
-			var flash []byte
-			if st = k.current(); st != nil { // the Secret was deleted under us
-				ring, flash = st.ring, st.flashKey
-			}
-			data, err := k.freshData(ring, flash)
+			data, err := k.freshData(k.loaded())
 			if err != nil {
 				return err
 			}
@@ -229,8 +239,12 @@ func (k *keyStore) ensure(ctx context.Context) error {
 			return k.install(created)
 		case err != nil:
 			return fmt.Errorf("get signing secret: %w", err)
-		case len(sec.Data[secretKeysField]) == 0 || len(sec.Data[secretFlashField]) == 0:
-			data, err := k.freshData(nil, sec.Data[secretFlashField])
+		case emptied(sec):
+			ring, flash := k.loaded()
+			if len(sec.Data[secretFlashField]) != 0 {
+				flash = sec.Data[secretFlashField]
+			}
+			data, err := k.freshData(ring, flash)
 			if err != nil {
 				return err
 			}
@@ -247,7 +261,7 @@ func (k *keyStore) ensure(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("fill signing secret: %w", err)
 			}
-			k.log.Info("filled empty signing secret", "secret", k.name)
+			k.log.Info("filled empty signing secret", "secret", k.name, "from_loaded_keys", ring != nil)
 			return k.install(res)
 		default:
 			return k.install(sec)
@@ -286,7 +300,7 @@ func (k *keyStore) run(ctx context.Context) {
 // through the informer.
 func (k *keyStore) maybeRotate(ctx context.Context) error {
 	sec, err := k.secrets.Get(ctx, k.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || err == nil && emptied(sec) {
 		return k.ensure(ctx)
 	}
 	if err != nil {

@@ -50,6 +50,38 @@ func TestEmptySecretFromTheManifestsIsFilled(t *testing.T) {
 	}
 }
 
+// TestEmptiedSecretIsRefilledFromLoadedKeys: the Secret deleted and
+// re-applied empty from the manifests (whose RBAC has no create) under a
+// running replica is filled with the keys that replica holds, so the
+// sessions they signed stay valid, and a replica started next loads them.
+func TestEmptiedSecretIsRefilledFromLoadedKeys(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(t, nil)
+	kids := in.srv.keys.current().ring.Keys()
+	secrets := e.kube.CoreV1().Secrets(e.ns)
+	sec, err := secrets.Get(t.Context(), DefaultSigningSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data = nil
+	if _, err := secrets.Update(t.Context(), sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.srv.keys.maybeRotate(t.Context()); err != nil {
+		t.Fatalf("rotation tick on the emptied Secret: %v", err)
+	}
+	ring := e.ringOf(t)
+	for _, k := range kids {
+		if _, err := ring.PublicKey(k.KID); err != nil {
+			t.Errorf("key %s the replica signed with is gone from the refilled Secret: %v", k.KID, err)
+		}
+	}
+	next := e.start(t, nil)
+	if got, want := next.srv.keys.current().ring.SigningKID(time.Now()), kids[len(kids)-1].KID; got != want {
+		t.Errorf("a replica started after the refill signs with %q, want %q", got, want)
+	}
+}
+
 // TestKeyStoreStagesPublishesActivatesAndPrunes drives one rotation cycle
 // on a fake clock against the real Secret.
 func TestKeyStoreStagesPublishesActivatesAndPrunes(t *testing.T) {
