@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -40,24 +41,33 @@ func Kubeconfig(p *string) Setting {
 var ErrVersion = errors.New("version requested")
 
 // Load applies getenv then args to list. It returns the environment values
-// that did not parse as problems, and an error only for flag syntax errors,
-// stray arguments, --help (flag.ErrHelp, after calling usage) and --version
-// (ErrVersion, after printing the build to out).
+// that did not parse, and that no flag set instead, as problems, and an
+// error only for flag syntax errors, stray arguments, --help (flag.ErrHelp,
+// after calling usage) and --version (ErrVersion, after printing the build
+// to out).
 func Load(name string, list []Setting, args []string, getenv func(string) string, out io.Writer, usage func()) ([]error, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	version := fs.Bool("version", false, "print the version, revision and Go version, then exit")
-	var problems []error
+	envProblems := map[string]error{} // by flag name
 	for _, s := range list {
 		if v := getenv(s.Env); v != "" {
 			if err := s.Value.Set(v); err != nil {
-				problems = append(problems, fmt.Errorf("%s=%q: %w", s.Env, v, err))
+				envProblems[s.Flag] = fmt.Errorf("%s=%q: %w", s.Env, v, err)
 			}
 		}
 		fs.Var(s.Value, s.Flag, s.Help)
 	}
 	fs.Usage = usage
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	fs.Visit(func(f *flag.Flag) { delete(envProblems, f.Name) })
+	var problems []error
+	for _, s := range list {
+		if p := envProblems[s.Flag]; p != nil {
+			problems = append(problems, p)
+		}
+	}
+	if err != nil {
 		return problems, err
 	}
 	if *version {
@@ -167,9 +177,16 @@ func (v *intValue) Set(s string) error {
 }
 func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
 
+// maxSeconds bounds a bare number of seconds to what a time.Duration holds
+// (about 292 years).
+const maxSeconds = float64(math.MaxInt64) / float64(time.Second)
+
 func (v *durationValue) Set(s string) error {
 	s = strings.TrimSpace(s)
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(n) || math.Abs(n) >= maxSeconds {
+			return errors.New("not a number of seconds a duration can hold")
+		}
 		*v = durationValue(time.Duration(n * float64(time.Second)))
 		return nil
 	}

@@ -20,7 +20,7 @@ func TestValues(t *testing.T) {
 			t.Errorf("Duration(%q) = %v, %v; want %v", in, d, err, want)
 		}
 	}
-	for _, bad := range []string{"", "ten", "5x"} {
+	for _, bad := range []string{"", "ten", "5x", "NaN", "inf", "-Inf", "1e300", "9223372037", "-9223372037"} {
 		if Duration(&d).Set(bad) == nil {
 			t.Errorf("Duration(%q) accepted", bad)
 		}
@@ -44,16 +44,16 @@ func TestLoadPrecedenceAndProblems(t *testing.T) {
 		Var("limit", "LIMIT", "", Int(&limit)),
 		Var("window", "WINDOW", "", Duration(&window)),
 	}
-	env := testkit.Env(map[string]string{"ADDR": ":1", "LIMIT": "lots", "WINDOW": "30"})
-	problems, err := Load("t", list, []string{"--addr", ":2"}, env, io.Discard, func() {})
+	env := testkit.Env(map[string]string{"ADDR": ":1", "LIMIT": "lots", "WINDOW": "thirty"})
+	problems, err := Load("t", list, []string{"--addr", ":2", "--window", "30"}, env, io.Discard, func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if addr != ":2" || window != 30*time.Second {
 		t.Errorf("addr %q window %v: flags must win over the environment", addr, window)
 	}
-	if len(problems) != 1 {
-		t.Errorf("problems %v, want the one unparsable LIMIT", problems)
+	if len(problems) != 1 || !strings.HasPrefix(problems[0].Error(), "LIMIT=") {
+		t.Errorf("problems %v, want the one unparsable LIMIT (a flag set WINDOW instead of its bad variable)", problems)
 	}
 	if _, err := Load("t", list, []string{"--help"}, func(string) string { return "" }, io.Discard, func() {}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: %v", err)

@@ -199,6 +199,9 @@ func (c Config) Validate() error {
 			bad("%s %v must be positive", name, d)
 		}
 	}
+	if c.DrainDelay < 0 {
+		bad("DRAIN_DELAY %v must not be negative", c.DrainDelay)
+	}
 	if c.IdleTimeout <= c.ReportInterval {
 		bad("IDLE_TIMEOUT %v must be longer than REPORT_INTERVAL %v", c.IdleTimeout, c.ReportInterval)
 	}

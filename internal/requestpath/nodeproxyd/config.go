@@ -266,6 +266,9 @@ func (c Config) Validate() error {
 	if c.AccessLogSummary < 0 {
 		bad("ACCESS_LOG_SUMMARY %v must not be negative", c.AccessLogSummary)
 	}
+	if c.DrainDelay < 0 {
+		bad("DRAIN_DELAY %v must not be negative", c.DrainDelay)
+	}
 	errs = append(errs, c.Egress.validate(c.ListenAddr, c.OpsAddr, c.TLSListenAddr)...)
 	return errors.Join(errs...)
 }
