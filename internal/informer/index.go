@@ -26,6 +26,9 @@ var (
 	// ErrInvalidAccount means the user's claim has malformed account
 	// annotations, so it cannot be trusted.
 	ErrInvalidAccount = errors.New("invalid account")
+	// ErrNotSynced means the claims have not been listed yet, so an
+	// account the caches do not hold may still exist.
+	ErrNotSynced = errors.New("caches not synced yet")
 )
 
 // State says whether a user's sandbox can take traffic now.
@@ -177,11 +180,14 @@ func (x *Index) informers() []cache.SharedIndexInformer {
 }
 
 // Lookup returns user's account and route from the caches, or an error
-// wrapping ErrNoAccount or ErrInvalidAccount. It never calls the API
-// server.
+// wrapping ErrNoAccount, ErrInvalidAccount or, before the claims are
+// listed, ErrNotSynced. It never calls the API server.
 func (x *Index) Lookup(user string) (Entry, error) {
 	c, ok := get[*claimEntry](x.claims, x.opts.Namespace+"/"+x.opts.ClaimPrefix+user)
 	if !ok || c.user != user {
+		if !x.claims.HasSynced() {
+			return Entry{}, ErrNotSynced
+		}
 		return Entry{}, ErrNoAccount
 	}
 	if c.invalid {

@@ -141,11 +141,27 @@ func TestLookupAccountErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := stored(t, tt.objs...).Lookup(tt.user)
+			f := newFakeAPI(t)
+			for _, obj := range tt.objs {
+				f.create(claimsGVR, obj, testNS)
+			}
+			_, err := running(t, f.options()).Lookup(tt.user)
 			if !errors.Is(err, tt.want) {
 				t.Errorf("Lookup(%q) = %v, want %v", tt.user, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestLookupBeforeSync: caches that have not listed the claims yet cannot
+// say an account is missing; an account they already hold is answered.
+func TestLookupBeforeSync(t *testing.T) {
+	x := stored(t, newClaim("alice", "sb"))
+	if _, err := x.Lookup("bob"); !errors.Is(err, ErrNotSynced) || errors.Is(err, ErrNoAccount) {
+		t.Errorf("Lookup(bob) before sync = %v, want ErrNotSynced", err)
+	}
+	if e, err := x.Lookup("alice"); err != nil || e.Account.User != "alice" {
+		t.Errorf("Lookup(alice) before sync = %+v, %v", e.Account, err)
 	}
 }
 

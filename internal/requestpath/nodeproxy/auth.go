@@ -139,7 +139,7 @@ func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, 
 		}
 		last = err
 	}
-	if errors.Is(last, ErrTooManyRenewals) || errors.Is(last, ErrAuthAPIUnavailable) {
+	if errors.Is(last, ErrTooManyRenewals) || errors.Is(last, ErrAuthAPIUnavailable) || errors.Is(last, informer.ErrNotSynced) {
 		return identity{method: methodCookie}, last
 	}
 	return identity{method: methodCookie}, fmt.Errorf("%w: %w", ErrUnauthenticated, last)
@@ -156,6 +156,8 @@ var (
 // whenever the account changes (watch.go).
 func checkBearer(entry informer.Entry, lookupErr error, bearer string) error {
 	switch {
+	case errors.Is(lookupErr, informer.ErrNotSynced):
+		return fmt.Errorf("bearer: %w", lookupErr)
 	case lookupErr != nil:
 		return fmt.Errorf("%w: bearer: %w", ErrUnauthenticated, lookupErr)
 	case !entry.Account.TokenMatches(bearer):

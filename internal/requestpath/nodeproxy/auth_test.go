@@ -33,6 +33,46 @@ func TestOtherUsersPathRefused(t *testing.T) {
 	}
 }
 
+// TestCachesNotSyncedAskForRetry: a proxy serving before its caches
+// listed the claims (SYNC_TIMEOUT passed) cannot tell a missing account
+// from one it has not seen: a valid session or a bearer token is answered
+// 503 with Retry-After, never a 401 that sends the user to sign in again.
+// Another user's cookie and no credential are still refused.
+func TestCachesNotSyncedAskForRetry(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	bob := h.addUser("bob", "node-a")
+	h.dir.mu.Lock()
+	h.dir.missing = informer.ErrNotSynced
+	h.dir.mu.Unlock()
+	h.dir.remove("bob")
+	for _, tc := range []struct {
+		name  string
+		hdr   map[string]string
+		want  int
+		retry bool
+	}{
+		{"bob's cookie", map[string]string{"Cookie": cookie(h.session("bob"))}, http.StatusServiceUnavailable, true},
+		{"bob's bearer token", map[string]string{"Authorization": "Bearer tok-bob"}, http.StatusServiceUnavailable, true},
+		{"alice's cookie", map[string]string{"Cookie": cookie(h.session("alice"))}, http.StatusUnauthorized, false},
+		{"no credential", nil, http.StatusUnauthorized, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.get("node-a", "/u/bob/api/echo", tc.hdr)
+			readAll(t, resp)
+			if resp.StatusCode != tc.want || (resp.Header.Get("Retry-After") != "") != tc.retry {
+				t.Errorf("status %d, Retry-After %q; want %d, Retry-After set %v", resp.StatusCode, resp.Header.Get("Retry-After"), tc.want, tc.retry)
+			}
+			if sc := resp.Header.Get("Set-Cookie"); sc != "" {
+				t.Errorf("Set-Cookie %q on a refused request", sc)
+			}
+		})
+	}
+	if got := bob.log.requests(); len(got) != 0 {
+		t.Errorf("bob's app received %v", got)
+	}
+}
+
 // TestTraversalNeverReachesOtherUser sends alice's credentials along every
 // traversal spelling towards bob: none reaches bob's app.
 func TestTraversalNeverReachesOtherUser(t *testing.T) {

@@ -96,6 +96,11 @@ func resultOf(err error) result {
 		res.retryAfter = true
 		res.wsClose = websocket.CloseTryAgainLater
 		return res
+	case errors.Is(err, informer.ErrNotSynced):
+		res := r(fasthttp.StatusServiceUnavailable, "starting up, retry shortly")
+		res.retryAfter = true
+		res.wsClose = websocket.CloseTryAgainLater
+		return res
 	case errors.Is(err, ErrUnauthenticated), errors.Is(err, informer.ErrNoAccount), errors.Is(err, informer.ErrInvalidAccount):
 		res := r(fasthttp.StatusUnauthorized, "sign in required")
 		res.wsClose = closeUnauthenticated

@@ -65,6 +65,9 @@ type fakeDir struct {
 	// watches are WatchAccount's subscribers by user, called after
 	// every set, edit or remove of the user.
 	watches map[string]map[*func()]bool
+	// missing is Lookup's error for a user it does not hold:
+	// informer.ErrNoAccount unless set.
+	missing error
 }
 
 // WatchAccount makes the directory an AccountWatcher, as the informer is.
@@ -129,7 +132,10 @@ func (d *fakeDir) Lookup(user string) (informer.Entry, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.entries[user]
-	if !ok {
+	switch {
+	case !ok && d.missing != nil:
+		return informer.Entry{}, d.missing
+	case !ok:
 		return informer.Entry{}, informer.ErrNoAccount
 	}
 	return e, nil

@@ -51,6 +51,7 @@ func TestOutcome(t *testing.T) {
 		{ErrUnauthenticated, 401, 4401, false},
 		{informer.ErrNoAccount, 401, 4401, false},
 		{informer.ErrInvalidAccount, 401, 4401, false},
+		{informer.ErrNotSynced, 503, 1013, true},
 		{ErrBodyTooLarge, 413, 1011, false},
 		{ErrClientClosed, 499, 1011, false},
 		{ErrTooManyInFlight, 503, 1011, true},

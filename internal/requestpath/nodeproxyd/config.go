@@ -161,7 +161,7 @@ func (c *Config) settings() []settings.Setting {
 		settings.Var("report-interval", "REPORT_INTERVAL", "how often activity is reported to the auth API (keep equal to the auth API's)", settings.Duration(&c.ReportInterval)),
 		settings.Var("shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long shutdown drains requests before closing them", settings.Duration(&c.ShutdownTimeout)),
 		settings.Var("drain-delay", "DRAIN_DELAY", "how long \"nodeproxy drain\" (the preStop hook) holds SIGTERM back after /readyz starts failing, for endpoints to stop sending requests", settings.Duration(&c.DrainDelay)),
-		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway", settings.Duration(&c.SyncTimeout)),
+		settings.Var("sync-timeout", "SYNC_TIMEOUT", "how long start-up waits for informers and the JWKS before serving anyway; until the claims are listed, a signed-in request is answered 503 with Retry-After", settings.Duration(&c.SyncTimeout)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&c.LogLevel)),
 		settings.Var("access-log-summary", "ACCESS_LOG_SUMMARY", "plain successes (2xx with no error, renewal, retry or wake hold) get no access-log line of their own: this often, one line per user and route counts them; every other request keeps its line; 0 writes a line for every request", settings.Duration(&c.AccessLogSummary)),
 	}, c.Egress.settings()...)
