@@ -190,13 +190,18 @@ func (c Config) Validate() error {
 	if c.CookieMaxAge < c.SessionTTL {
 		bad("COOKIE_MAX_AGE %v must be at least SESSION_TOKEN_TTL %v", c.CookieMaxAge, c.SessionTTL)
 	}
-	if c.KeyPublishDelay < 0 || c.KeyRotationInterval < 2*c.KeyPublishDelay || c.KeyRotationInterval < time.Minute {
+	if c.KeyRotationInterval < 2*c.KeyPublishDelay || c.KeyRotationInterval < time.Minute {
 		bad("KEY_ROTATION_INTERVAL %v must be at least 1m and twice KEY_PUBLISH_DELAY %v", c.KeyRotationInterval, c.KeyPublishDelay)
 	}
 	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "REPORT_INTERVAL": c.ReportInterval, "AUTH_RATE_WINDOW": c.RateWindow,
-		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout} {
+		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "KEY_PUBLISH_DELAY": c.KeyPublishDelay} {
 		if d <= 0 {
 			bad("%s %v must be positive", name, d)
+		}
+	}
+	for name, n := range map[string]int{"SIGNUP_BUDGET": c.SignupBudget, "INTERNAL_REVIEW_LIMIT": c.InternalReviewLimit, "INTERNAL_REVIEW_BUDGET": c.InternalReviewBudget} {
+		if n < 1 {
+			bad("%s %d must be at least 1", name, n)
 		}
 	}
 	if c.DrainDelay < 0 {
