@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
@@ -61,8 +62,10 @@ func (o Options) Validate() error {
 	if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("node name %q is not a DNS subdomain", o.NodeName))
 	}
-	if o.ClaimPrefix != "" && !validPrefix(o.ClaimPrefix) {
-		errs = append(errs, fmt.Errorf("claim prefix %q must be lowercase letters, digits and '-', starting with a letter", o.ClaimPrefix))
+	if o.ClaimPrefix != "" {
+		if err := account.CheckClaimPrefix(o.ClaimPrefix); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.Container != "" {
 		if msgs := validation.IsDNS1123Label(o.Container); len(msgs) > 0 {
@@ -89,20 +92,4 @@ func (o Options) withDefaults() Options {
 		o.OnUserGone = func(string) {}
 	}
 	return o
-}
-
-// validPrefix reports whether p can start a claim name: a lowercase letter,
-// then lowercase letters, digits and '-', short enough to leave room for a
-// user name.
-func validPrefix(p string) bool {
-	if len(p) > 20 || p[0] < 'a' || p[0] > 'z' {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }

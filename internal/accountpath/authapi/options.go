@@ -155,8 +155,10 @@ func (o Options) Validate() error {
 	if o.Namespace == "" {
 		bad("namespace is required")
 	}
-	if p := o.ClaimPrefix; p != "" && len(p)+account.MaxUserLen > 63 {
-		bad("claim prefix %q leaves no room for %d-character user names in a 63-character name", p, account.MaxUserLen)
+	if o.ClaimPrefix != "" {
+		if err := account.CheckClaimPrefix(o.ClaimPrefix); err != nil {
+			bad("%v", err)
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"session TTL": o.SessionTTL, "cookie max age": o.CookieMaxAge, "key rotation interval": o.KeyRotationInterval,

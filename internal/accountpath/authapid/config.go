@@ -160,10 +160,7 @@ COOKIE_SECURE=false unless ALLOW_INSECURE_COOKIES=1.
 `)
 }
 
-var (
-	prefixPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*)?$`)
-	saPattern     = regexp.MustCompile(`^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
-)
+var saPattern = regexp.MustCompile(`^system:serviceaccount:[a-z0-9]([-a-z0-9]*[a-z0-9])?:[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
 // Validate reports every problem at once and changes nothing.
 func (c Config) Validate() error {
@@ -181,8 +178,8 @@ func (c Config) Validate() error {
 	if c.ListenAddr == c.OpsAddr || (c.InternalAddr != "" && (c.InternalAddr == c.ListenAddr || c.InternalAddr == c.OpsAddr)) {
 		bad("LISTEN_ADDR, INTERNAL_ADDR and OPS_ADDR must differ")
 	}
-	if !prefixPattern.MatchString(c.ClaimPrefix) || len(c.ClaimPrefix)+account.MaxUserLen > 63 {
-		bad("CLAIM_PREFIX %q must be lowercase letters, digits and hyphens, at most %d characters", c.ClaimPrefix, 63-account.MaxUserLen)
+	if err := account.CheckClaimPrefix(c.ClaimPrefix); err != nil {
+		bad("CLAIM_PREFIX: %v", err)
 	}
 	if c.SessionTTL < time.Minute || c.SessionTTL > time.Hour {
 		bad("SESSION_TOKEN_TTL %v must be between 1m and 1h", c.SessionTTL)

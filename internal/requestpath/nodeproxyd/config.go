@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
@@ -223,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if c.ListenAddr == c.OpsAddr {
 		bad("LISTEN_ADDR and OPS_ADDR must differ")
+	}
+	if err := account.CheckClaimPrefix(c.ClaimPrefix); err != nil {
+		bad("CLAIM_PREFIX: %v", err)
 	}
 	errs = append(errs, c.validateTLS()...)
 	errs = append(errs, c.validateHandshake()...)

@@ -80,14 +80,14 @@ func TestValidateReportsEverything(t *testing.T) {
 	c, err := Load(nil, testkit.Env(map[string]string{
 		"MAX_BODY_MB": "lots", "COOKIE_SECURE": "false", "TRUSTED_PROXIES": "10.0.0.0/8,nope", "LOG_LEVEL": "loud",
 		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x", "ACCESS_LOG_SUMMARY": "-1s",
-		"DRAIN_DELAY": "-5",
+		"DRAIN_DELAY": "-5", "CLAIM_PREFIX": "7dsh-",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.Validate()
 	for _, want := range []string{`MAX_BODY_MB="lots"`, "ALLOW_INSECURE_COOKIES", "NODE_NAME must not be empty", `"nope"`,
-		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL", "ACCESS_LOG_SUMMARY -1s", "DRAIN_DELAY -5s"} {
+		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL", "ACCESS_LOG_SUMMARY -1s", "DRAIN_DELAY -5s", `CLAIM_PREFIX: claim prefix "7dsh-"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate() = %v, want %q", err, want)
 		}
