@@ -2,14 +2,19 @@ package nodeproxyd
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/requestpath/nodeproxy"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -55,5 +60,46 @@ func TestAssembleAndRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestFinalActivityReport: after the drain the daemon reports its activity
+// once more, so requests that ended during it are not lost to the sweeper.
+func TestFinalActivityReport(t *testing.T) {
+	reports := make(chan activity.Report, 8)
+	authAPI := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep activity.Report
+		if r.URL.Path != nodeproxy.DefaultActivityPath || json.NewDecoder(r.Body).Decode(&rep) != nil {
+			http.Error(w, "unexpected", http.StatusBadRequest)
+			return
+		}
+		reports <- rep
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(authAPI.Close)
+	c := Defaults()
+	c.NodeName, c.ListenAddr, c.OpsAddr, c.LogRoot = "n1", "127.0.0.1:0", "localhost:0", t.TempDir()
+	c.AuthAPIURL, c.SATokenFile, c.ReportInterval = authAPI.URL, "", time.Hour
+	d, err := Assemble(c, Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Registry: prometheus.NewRegistry(), Sources: unreachableClients(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	if rep := <-reports; rep.Node != "n1" {
+		t.Errorf("first report from %q", rep.Node)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	select {
+	case rep := <-reports:
+		if rep.Node != "n1" {
+			t.Errorf("final report from %q", rep.Node)
+		}
+	default:
+		t.Error("no activity report after the drain")
 	}
 }
