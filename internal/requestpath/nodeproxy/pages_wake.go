@@ -23,38 +23,44 @@ func (p *Proxy) pageHold() time.Duration { return min(maxPageHold, p.opts.WakeTi
 
 // wakeClock remembers since when each user's navigations have been shown
 // the waking page, so the page can say when the wait has outlasted
-// WAKE_TIMEOUT. An entry ends when the sandbox is seen Ready; entries
-// left by users who gave up are dropped after staleWait. The zero value is
-// ready to use.
+// WAKE_TIMEOUT. A wait is one run of waking pages, each shown within
+// pageGap of the one before (the page reloads every wakePageRefresh
+// seconds); it ends when the sandbox is seen Ready or when its pages stop
+// (the user closed the tab), so a later wake starts a wait of its own. The
+// zero value is ready to use.
 type wakeClock struct {
 	mu    sync.Mutex
-	since map[string]time.Time
-	n     atomic.Int32 // len(since), so Ready requests skip the lock
+	waits map[string]pageWait
+	n     atomic.Int32 // len(waits), so Ready requests skip the lock
 }
 
-// staleWait is when a waiting start is too old to belong to this wake.
-const staleWait = 30 * time.Minute
+// pageWait is one user's wait: when its first and latest pages were shown.
+type pageWait struct{ start, last time.Time }
+
+// pageGap is how long after its latest page a wait is over.
+const pageGap = time.Minute
 
 // waited returns how long user has been waiting, starting the wait now if
-// it has not begun.
+// none is running.
 func (c *wakeClock) waited(user string, now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.since == nil {
-		c.since = map[string]time.Time{}
+	if c.waits == nil {
+		c.waits = map[string]pageWait{}
 	}
-	for u, t := range c.since {
-		if now.Sub(t) > staleWait {
-			delete(c.since, u)
+	for u, w := range c.waits {
+		if now.Sub(w.last) > pageGap {
+			delete(c.waits, u)
 		}
 	}
-	t, ok := c.since[user]
+	w, ok := c.waits[user]
 	if !ok {
-		t = now
-		c.since[user] = t
+		w.start = now
 	}
-	c.n.Store(int32(len(c.since)))
-	return now.Sub(t)
+	w.last = now
+	c.waits[user] = w
+	c.n.Store(int32(len(c.waits)))
+	return now.Sub(w.start)
 }
 
 // done ends user's wait.
@@ -63,8 +69,8 @@ func (c *wakeClock) done(user string) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.since, user)
-	c.n.Store(int32(len(c.since)))
+	delete(c.waits, user)
+	c.n.Store(int32(len(c.waits)))
 	c.mu.Unlock()
 }
 

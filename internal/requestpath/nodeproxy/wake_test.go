@@ -304,3 +304,28 @@ func TestWebSocketActivity(t *testing.T) {
 	c.Close()
 	testkit.Eventually(t, "the WebSocket counted closed", func() bool { e := entry(); return e.OpenWebSockets == 0 && e.InFlight == 0 })
 }
+
+// TestWakeClock: a wait runs while its waking pages keep reloading, however
+// long, and ends when the sandbox is Ready or the pages stop; a user who
+// closed the tab is not told at the next wake that it is taking long.
+func TestWakeClock(t *testing.T) {
+	var c wakeClock
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	reload := wakePageRefresh * time.Second
+	check := func(what, user string, at, want time.Duration) {
+		t.Helper()
+		if got := c.waited(user, t0.Add(at)); got != want {
+			t.Errorf("%s: %s waited %v, want %v", what, user, got, want)
+		}
+	}
+	check("first page", "bob", 0, 0)
+	check("another user's first page", "alice", reload, 0)
+	var at time.Duration
+	for at = reload; at < 2*pageGap; at += reload {
+		check("reloads", "bob", at, at)
+	}
+	check("the tab closed: a later wake starts anew", "bob", at+pageGap+time.Second, 0)
+	check("first page", "carol", 0, 0)
+	c.done("carol")
+	check("after Ready", "carol", reload, 0)
+}
