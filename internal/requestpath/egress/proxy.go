@@ -17,6 +17,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/informer"
 )
 
@@ -100,17 +101,7 @@ func (p *Proxy) dial(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &idleConn{Conn: c, idle: p.opts.UpstreamIdle}, nil
-}
-
-type idleConn struct {
-	net.Conn
-	idle time.Duration
-}
-
-func (c *idleConn) Read(b []byte) (int, error) {
-	c.Conn.SetReadDeadline(time.Now().Add(c.idle))
-	return c.Conn.Read(b)
+	return deadlineconn.New(c, p.opts.UpstreamIdle, 0), nil
 }
 
 // Handler is the request handler, for tests and benchmarks that run their
@@ -165,17 +156,7 @@ func (l writeDeadlines) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writeDeadlineConn{Conn: c, timeout: l.timeout}, nil
-}
-
-type writeDeadlineConn struct {
-	net.Conn
-	timeout time.Duration
-}
-
-func (c *writeDeadlineConn) Write(b []byte) (int, error) {
-	c.Conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	return c.Conn.Write(b)
+	return deadlineconn.New(c, 0, l.timeout), nil
 }
 
 // serveError answers what fasthttp refused before the handler: a body

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/openset"
 )
 
@@ -65,7 +66,7 @@ type clientConn struct {
 	counted bool         // whether l.limit counts this connection
 	once    sync.Once
 	linger  atomic.Bool // the client may still be sending a body we refused
-	write   deadline
+	write   deadlineconn.Deadline
 }
 
 // Lingering close: how long and how much of a refused body is read and
@@ -78,7 +79,7 @@ const (
 
 func (c *clientConn) Write(b []byte) (int, error) {
 	if c.l.writeTimeout > 0 {
-		c.write.extend(c.Conn.SetWriteDeadline, c.l.writeTimeout)
+		c.write.Extend(c.Conn.SetWriteDeadline, c.l.writeTimeout)
 	}
 	return c.Conn.Write(b)
 }
@@ -118,47 +119,4 @@ func closeAfterAnswer(ctx *fasthttp.RequestCtx) {
 			c.linger.Store(true)
 		}
 	}
-}
-
-// upstreamConn is a connection to a pod, a peer proxy or the auth API. Each
-// Read gets a fresh deadline, so an upstream that sends nothing for
-// readIdle (no response headers, a stalled body) fails the request; each
-// Write gets writeTimeout.
-type upstreamConn struct {
-	net.Conn
-	readIdle     time.Duration
-	writeTimeout time.Duration
-	read, write  deadline
-}
-
-func (c *upstreamConn) Read(b []byte) (int, error) {
-	if c.readIdle > 0 {
-		c.read.extend(c.Conn.SetReadDeadline, c.readIdle)
-	}
-	return c.Conn.Read(b)
-}
-
-func (c *upstreamConn) Write(b []byte) (int, error) {
-	if c.writeTimeout > 0 {
-		c.write.extend(c.Conn.SetWriteDeadline, c.writeTimeout)
-	}
-	return c.Conn.Write(b)
-}
-
-// deadline moves one direction of a connection's deadline to timeout from
-// now before each read or write, but only once the last one set has used
-// up a sixteenth of timeout: an I/O still gets between 15/16 of timeout
-// and all of it, and a busy connection resets its timer a few times per
-// timeout instead of at every call.
-type deadline struct {
-	renewAt atomic.Int64 // Unix nanoseconds
-}
-
-func (d *deadline) extend(set func(time.Time) error, timeout time.Duration) {
-	now := time.Now()
-	if now.UnixNano() < d.renewAt.Load() {
-		return
-	}
-	set(now.Add(timeout))
-	d.renewAt.Store(now.Add(timeout / 16).UnixNano())
 }

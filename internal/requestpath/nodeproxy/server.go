@@ -17,6 +17,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/deadlineconn"
 )
 
 // Proxy is the node proxy. Build it with New, run it with Serve. It is
@@ -152,7 +154,7 @@ func (p *Proxy) dialHTTP(addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upstreamConn{Conn: c, readIdle: p.opts.UpstreamIdleTimeout, writeTimeout: p.opts.WriteTimeout}, nil
+	return deadlineconn.New(c, p.opts.UpstreamIdleTimeout, p.opts.WriteTimeout), nil
 }
 
 // dialWS connects a WebSocket upstream: an idle socket is fine, so only
@@ -162,7 +164,7 @@ func (p *Proxy) dialWS(_ context.Context, _, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upstreamConn{Conn: c, writeTimeout: p.opts.WriteTimeout}, nil
+	return deadlineconn.New(c, 0, p.opts.WriteTimeout), nil
 }
 
 func (p *Proxy) dialNet(_ context.Context, _, addr string) (net.Conn, error) { return p.dial(addr) }
