@@ -23,6 +23,7 @@ func New(c net.Conn, readIdle, writeTimeout time.Duration) *Conn {
 	return &Conn{Conn: c, readIdle: readIdle, writeTimeout: writeTimeout}
 }
 
+// Read reads with a deadline readIdle from now (renewed as Deadline says).
 func (c *Conn) Read(b []byte) (int, error) {
 	if c.readIdle > 0 {
 		c.read.Extend(c.Conn.SetReadDeadline, c.readIdle)
@@ -30,6 +31,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
+// Write writes with a deadline writeTimeout from now (renewed as Deadline
+// says).
 func (c *Conn) Write(b []byte) (int, error) {
 	if c.writeTimeout > 0 {
 		c.write.Extend(c.Conn.SetWriteDeadline, c.writeTimeout)
