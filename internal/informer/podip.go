@@ -29,6 +29,7 @@ type Callers struct {
 	podsByIP  *reverseMap
 	sbByPod   *reverseMap
 	claimBySb *reverseMap
+	fed       []cache.ResourceEventHandlerRegistration // the maps' feeds
 }
 
 // Callers builds the reverse maps and subscribes them to the informers.
@@ -46,7 +47,7 @@ func (x *Index) Callers() (*Callers, error) {
 		{x.claims, c.claimBySb, func(o any) string { return field(o, func(e *claimEntry) string { return e.sandbox }) }},
 	}
 	for _, f := range feeds {
-		_, err := f.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := f.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { f.m.put(o, f.value(o)) },
 			UpdateFunc: func(_, o any) { f.m.put(o, f.value(o)) },
 			DeleteFunc: f.m.remove,
@@ -54,8 +55,20 @@ func (x *Index) Callers() (*Callers, error) {
 		if err != nil {
 			return nil, fmt.Errorf("add caller handler: %w", err)
 		}
+		c.fed = append(c.fed, reg)
 	}
 	return c, nil
+}
+
+// synced reports whether the caches have listed everything once and the
+// maps have been fed all of it.
+func (c *Callers) synced() bool {
+	for _, reg := range c.fed {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return c.x.HasSynced()
 }
 
 // ByIP returns the account whose sandbox pod has address ip: one Ready,
@@ -63,9 +76,13 @@ func (x *Index) Callers() (*Callers, error) {
 // on the host network (a node's address), whose Sandbox runs on this node
 // and is neither suspended nor stopped, adopted by a valid managed claim
 // named for its user. Anything else, including two pods claiming the
-// address, wraps ErrUnknownCaller. It never calls the API server.
+// address, wraps ErrUnknownCaller; before the caches have listed
+// everything once it is ErrNotSynced. It never calls the API server.
 func (c *Callers) ByIP(ip string) (Caller, error) {
 	x := c.x
+	if !c.synced() {
+		return Caller{}, ErrNotSynced
+	}
 	if ip == "" || x.IsNodeIP(ip) {
 		return Caller{}, fmt.Errorf("%w: node address", ErrUnknownCaller)
 	}

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -56,7 +59,7 @@ func TestCallerByIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := storedCallers(t, stored(t, tt.objs...))
+			c := runningCallers(t, tt.objs...)
 			got, err := c.ByIP(tt.ip)
 			if tt.want == (Caller{}) {
 				if !errors.Is(err, ErrUnknownCaller) {
@@ -71,25 +74,50 @@ func TestCallerByIP(t *testing.T) {
 	}
 }
 
-// storedCallers builds Callers over an Index filled by stored, whose
-// informers never run: it feeds the maps what the caches hold, as the
-// informers' replay would.
-func storedCallers(t *testing.T, x *Index) *Callers {
+// runningCallers builds Callers on a running Index over a fake API server
+// holding objs, once it has been fed all of them.
+func runningCallers(t *testing.T, objs ...runtime.Object) *Callers {
 	t.Helper()
+	f := newFakeAPI(t)
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *corev1.Node:
+			f.create(nodesGVR, o, "")
+		case *corev1.Pod:
+			f.create(podsGVR, o, testNS)
+		case *agents.Sandbox:
+			f.create(sandboxesGVR, o, testNS)
+		case *extensions.SandboxClaim:
+			f.create(claimsGVR, o, testNS)
+		default:
+			t.Fatalf("unexpected %T", obj)
+		}
+	}
+	c, err := running(t, f.options()).Callers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "callers fed", func() bool {
+		_, err := c.ByIP("")
+		return !errors.Is(err, ErrNotSynced)
+	})
+	return c
+}
+
+// TestCallersBeforeSync: before the caches have listed everything, no
+// address can be judged, a sandbox's included.
+func TestCallersBeforeSync(t *testing.T) {
+	x := stored(t, newNode(testNode, "192.0.2.1"), newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false),
+		newPod("sb", uidA, testNode, "10.0.0.5", true))
 	c, err := x.Callers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, obj := range x.pods.GetStore().List() {
-		c.podsByIP.put(obj, obj.(*podEntry).ip)
+	for _, ip := range []string{"10.0.0.5", "10.0.0.9", "192.0.2.1"} {
+		if got, err := c.ByIP(ip); !errors.Is(err, ErrNotSynced) || errors.Is(err, ErrUnknownCaller) {
+			t.Errorf("ByIP(%q) before sync = %+v, %v; want ErrNotSynced", ip, got, err)
+		}
 	}
-	for _, obj := range x.sandboxes.GetStore().List() {
-		c.sbByPod.put(obj, obj.(*sandboxEntry).pod)
-	}
-	for _, obj := range x.claims.GetStore().List() {
-		c.claimBySb.put(obj, obj.(*claimEntry).sandbox)
-	}
-	return c
 }
 
 // TestCallersFollowInformers: Callers built on a running Index sees what

@@ -77,6 +77,30 @@ func TestUnknownCallerRefused(t *testing.T) {
 	}
 }
 
+// startingCallers answer as caches that have not listed everything yet.
+type startingCallers struct{}
+
+func (startingCallers) ByIP(string) (informer.Caller, error) {
+	return informer.Caller{}, informer.ErrNotSynced
+}
+
+// TestStartingNodeProxyAsksForRetry: a call that comes before the node
+// proxy's caches are synced (it has just started) cannot be judged: 503
+// with Retry-After, which model clients retry, not the 403 they give up on.
+func TestStartingNodeProxyAsksForRetry(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Callers = startingCallers{} })
+	resp := e.call(aliceIP, "/openai/chat/completions", completion)
+	if status, body := read(t, resp); status != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `"type":"sandgate_egress"`) {
+		t.Errorf("call = %d %q (Retry-After %q), want 503 with Retry-After", status, body, resp.Header.Get("Retry-After"))
+	}
+	if n, _ := testkit.Gathered(t, e.reg, "sandgate_egress_requests_total", map[string]string{"outcome": outcomeStarting}); n != 1 {
+		t.Errorf("calls counted as starting = %v, want 1", n)
+	}
+	if n := len(e.provider.requests()); n != 0 {
+		t.Errorf("provider saw %d requests", n)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 const (
 	outcomeOK            = "ok"
 	outcomeUnknownCaller = "unknown_caller"
+	outcomeStarting      = "starting"
 	outcomeBadPath       = "bad_path"
 	outcomeOverBudget    = "over_budget"
 	outcomeNoKey         = "no_key"
@@ -34,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Egress calls by provider and outcome (ok, unknown_caller, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
+			Help: "Egress calls by provider and outcome (ok, unknown_caller, starting, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
 		}, []string{"provider", "outcome"}),
 		tokens: s.CounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "tokens_total",

@@ -311,6 +311,9 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 	switch {
 	case errors.Is(err, informer.ErrUnknownCaller):
 		status, outcome, msg = fasthttp.StatusForbidden, outcomeUnknownCaller, "not a sandbox on this node"
+	case errors.Is(err, informer.ErrNotSynced):
+		status, outcome, msg = fasthttp.StatusServiceUnavailable, outcomeStarting, "node proxy starting, retry shortly"
+		ctx.Response.Header.Set("Retry-After", "1")
 	case errors.Is(err, errBadMethod):
 		status, outcome, msg = fasthttp.StatusMethodNotAllowed, outcomeBadPath, "method not allowed"
 	case errors.Is(err, errBadPath):
