@@ -42,6 +42,11 @@ join settings, so that they roll the pods too.
 {{- $fixed := dict "CLAIM_PREFIX" "the admission policy reads it too" "WARM_POOL" "the admission policy reads it too" -}}
 {{- $site := dict -}}
 {{- if eq $.Values.exposure "subdomain" -}}
+{{- $host := lower $.Values.ingress.host -}}
+{{- $under := printf ".%s" (lower $.Values.ingress.userDomain) -}}
+{{- if and (hasSuffix $under $host) (not (contains "." (trimSuffix $under $host))) -}}
+{{- fail (printf "ingress.host %q is the origin of user %q under ingress.userDomain: use a host outside it" $.Values.ingress.host (trimSuffix $under $host)) -}}
+{{- end -}}
 {{- $fixed = merge $fixed (dict "USER_DOMAIN" "set ingress.userDomain" "PUBLIC_ORIGIN" "set ingress.host") -}}
 {{- $site = dict "USER_DOMAIN" $.Values.ingress.userDomain "PUBLIC_ORIGIN" (printf "https://%s" $.Values.ingress.host) -}}
 {{- end -}}
