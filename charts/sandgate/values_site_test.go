@@ -170,7 +170,7 @@ func TestChartRefusesUnsafeSiteValues(t *testing.T) {
 		{[]string{"exposure=sso", "sso.issuerURL="}, "sso.issuerURL"},
 		{[]string{"exposure=subdomain", "authapi.config.USER_DOMAIN=agents.example.net"}, "set ingress.userDomain"},
 		{[]string{"exposure=subdomain", "nodeproxy.config.PUBLIC_ORIGIN=https://agents.example.org"}, "set ingress.host"},
-		{[]string{"exposure=subdomain", "ingress.host=www.users.example.com"}, `ingress.host "www.users.example.com" is the origin of user "www"`},
+		{[]string{"exposure=subdomain", "ingress.host=alice.users.example.com"}, `ingress.host "alice.users.example.com" is one label under ingress.userDomain`},
 	} {
 		args := []string{"template", "sandgate", "."}
 		for _, s := range tt.set {

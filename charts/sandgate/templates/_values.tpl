@@ -45,7 +45,7 @@ join settings, so that they roll the pods too.
 {{- $host := lower $.Values.ingress.host -}}
 {{- $under := printf ".%s" (lower $.Values.ingress.userDomain) -}}
 {{- if and (hasSuffix $under $host) (not (contains "." (trimSuffix $under $host))) -}}
-{{- fail (printf "ingress.host %q is the origin of user %q under ingress.userDomain: use a host outside it" $.Values.ingress.host (trimSuffix $under $host)) -}}
+{{- fail (printf "ingress.host %q is one label under ingress.userDomain, where the user origins are: use a host outside it" $.Values.ingress.host) -}}
 {{- end -}}
 {{- $fixed = merge $fixed (dict "USER_DOMAIN" "set ingress.userDomain" "PUBLIC_ORIGIN" "set ingress.host") -}}
 {{- $site = dict "USER_DOMAIN" $.Values.ingress.userDomain "PUBLIC_ORIGIN" (printf "https://%s" $.Values.ingress.host) -}}

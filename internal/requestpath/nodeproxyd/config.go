@@ -220,6 +220,8 @@ func (c Config) Validate() error {
 	if m == userorigin.Subdomain {
 		if u, err := url.Parse(c.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			bad("PUBLIC_ORIGIN %q must be http(s)://host[:port] in subdomain routing", c.PublicOrigin)
+		} else if err := userorigin.ValidateMainHost(u.Host, c.UserDomain); err != nil {
+			bad("PUBLIC_ORIGIN: %v", err)
 		}
 	}
 	if c.ListenAddr == c.OpsAddr {

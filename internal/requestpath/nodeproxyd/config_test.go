@@ -190,3 +190,22 @@ func writePair(t *testing.T, certFile, keyFile string) {
 		}
 	}
 }
+
+// TestSubdomainSettings: subdomain routing needs a user domain and a main
+// origin outside it; a main host that is a user's origin is refused with
+// the other settings, before anything is assembled.
+func TestSubdomainSettings(t *testing.T) {
+	base := map[string]string{"NODE_NAME": "n1", "ROUTING_MODE": "subdomain", "USER_DOMAIN": "users.example.com"}
+	for _, tc := range []struct {
+		origin, wantErr string
+	}{
+		{"https://sandgate.example.com", ""},
+		{"https://a.b.users.example.com", ""},
+		{"https://alice.users.example.com", `PUBLIC_ORIGIN: main host "alice.users.example.com" is the origin of user "alice"`},
+		{"sandgate.example.com", "PUBLIC_ORIGIN"},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			validOrRefused(t, base, map[string]string{"PUBLIC_ORIGIN": tc.origin}, tc.wantErr)
+		})
+	}
+}
