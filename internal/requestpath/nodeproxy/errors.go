@@ -46,6 +46,10 @@ var (
 	ErrNotReady = errors.New("sandbox not ready")
 	// ErrHopLoop means a request that already hopped would have to hop again.
 	ErrHopLoop = errors.New("sandbox not on this node after a hop")
+	// ErrPeerDown means the node proxy of the sandbox's node took no
+	// connection (it is restarting, or its node is gone): the request
+	// never reached it.
+	ErrPeerDown = errors.New("node proxy of the sandbox's node unreachable")
 	// ErrBodyTooLarge means the request body exceeds MAX_BODY_MB.
 	ErrBodyTooLarge = errors.New("request body too large")
 	// ErrClientClosed means the client went away before its request was
@@ -61,6 +65,10 @@ var (
 	// ErrShuttingDown means the proxy is draining.
 	ErrShuttingDown = errors.New("shutting down")
 )
+
+// errNoConnection is a round trip whose connection could not be made, so
+// nothing was sent.
+var errNoConnection = errors.New("no connection")
 
 // StatusClientClosed is nginx's code for a request the client abandoned.
 const StatusClientClosed = 499
@@ -126,7 +134,7 @@ func resultOf(err error) result {
 		res.retryAfter = true
 		res.wsClose = websocket.CloseTryAgainLater
 		return res
-	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop),
+	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop), errors.Is(err, ErrPeerDown),
 		errors.Is(err, handshake.ErrNoLogs), errors.Is(err, handshake.ErrClosed), errors.Is(err, ErrShuttingDown):
 		res := r(fasthttp.StatusServiceUnavailable, "sandbox not available yet")
 		res.retryAfter = true

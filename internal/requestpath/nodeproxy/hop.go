@@ -1,6 +1,9 @@
 package nodeproxy
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/valyala/fasthttp"
 )
 
@@ -30,13 +33,23 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 			}
 		},
 		readBody:  p.readBody,
-		failed:    unmapped,
+		failed:    peerDown,
 		wsFailure: "WebSocket hop",
 		// The peer already rewrote Location and dropped the app's
 		// cookies; the app rules are applied again in case it is of an
 		// older version.
 		resp: appPolicy(x, ""),
 	})
+}
+
+// peerDown names a hop that could not connect: the peer is restarting (a
+// rollout) or its node is gone, and the request never reached it, so the
+// client may retry it.
+func peerDown(err error) error {
+	if errors.Is(err, errNoConnection) {
+		return fmt.Errorf("%w: %w", ErrPeerDown, err)
+	}
+	return err
 }
 
 // setCredential re-presents the user's credential to the peer.

@@ -108,3 +108,22 @@ func handshakesOf(t *testing.T, reg *prometheus.Registry) float64 {
 	n, _ := testkit.Gathered(t, reg, "sandgate_handshake_total", nil)
 	return n
 }
+
+// TestHopToADownPeer: when the node proxy of the pod's node takes no
+// connection (it is restarting in a rollout), the request never reached
+// it: 503 with Retry-After, which the client may retry, not a 502.
+func TestHopToADownPeer(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("carol", "node-a")
+	e, err := h.dir.Lookup("carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Route.Node, e.Route.NodeIP = "node-b", nodeIPs["node-b"] // nothing listens there
+	h.dir.set("carol", e)
+	resp := h.get("node-a", "/u/carol/api/echo", map[string]string{"Cookie": cookie(h.session("carol"))})
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("hop to a down peer: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}

@@ -59,6 +59,7 @@ func TestOutcome(t *testing.T) {
 		{ErrSuspended, 503, 1011, true},
 		{ErrNotReady, 503, 1011, true},
 		{ErrHopLoop, 503, 1011, true},
+		{ErrPeerDown, 503, 1011, true},
 		{handshake.ErrNoToken, 503, 1011, true},
 		{handshake.ErrNoLogs, 503, 1011, true},
 		{handshake.ErrExchange, 502, 1011, false},

@@ -122,6 +122,8 @@ func discard(resp *fasthttp.Response) {
 func upstreamError(err error) error {
 	var op *net.OpError
 	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("%w: %w", ErrUpstream, errNoConnection)
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Errorf("%w: no response in time", ErrUpstreamTimeout)
 	case errors.As(err, &op):
