@@ -70,6 +70,18 @@ type keyStore struct {
 	rotateEvery time.Duration
 }
 
+// MaxKeyRing bounds how many signing keys the settings may keep at once. A
+// key is kept for a session's maximum age after it retired, so a short
+// KEY_ROTATION_INTERVAL with a long COOKIE_MAX_AGE keeps many; 1000 keys are
+// about 145 KB of Secret and less of JWKS, far inside the 1 MiB that each
+// may hold (a Secret's limit, the node proxies' JWKS fetch limit).
+const MaxKeyRing = 1000
+
+// KeyRingSize is about how many keys the ring holds with these settings.
+func KeyRingSize(cookieMaxAge, sessionTTL, rotation time.Duration) float64 {
+	return (float64(cookieMaxAge)+float64(sessionTTL)+float64(propagation))/float64(rotation) + 2
+}
+
 func newKeyStore(o Options) *keyStore {
 	k := &keyStore{
 		secrets:  o.Kube.CoreV1().Secrets(o.Namespace),

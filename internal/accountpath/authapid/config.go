@@ -189,6 +189,8 @@ func (c Config) Validate() error {
 	}
 	if c.KeyRotationInterval < 2*c.KeyPublishDelay || c.KeyRotationInterval < time.Minute {
 		bad("KEY_ROTATION_INTERVAL %v must be at least 1m and twice KEY_PUBLISH_DELAY %v", c.KeyRotationInterval, c.KeyPublishDelay)
+	} else if n := authapi.KeyRingSize(c.CookieMaxAge, c.SessionTTL, c.KeyRotationInterval); n > authapi.MaxKeyRing {
+		bad("KEY_ROTATION_INTERVAL %v with COOKIE_MAX_AGE %v keeps about %.0f signing keys, more than %d fit: rotate less often", c.KeyRotationInterval, c.CookieMaxAge, n, authapi.MaxKeyRing)
 	}
 	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "REPORT_INTERVAL": c.ReportInterval, "AUTH_RATE_WINDOW": c.RateWindow,
 		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "KEY_PUBLISH_DELAY": c.KeyPublishDelay} {
