@@ -27,16 +27,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if len(args) >= 2 && args[0] == "jwt" && args[1] == "inspect" {
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
 	}
-	preStop := len(args) > 0 && args[0] == "drain"
-	if preStop {
-		args = args[1:]
+	if len(args) > 0 && args[0] == "drain" {
+		d := authapid.Defaults()
+		return drain.Command{OpsAddr: d.OpsAddr, Delay: d.DrainDelay, LogLevel: d.LogLevel}.Run(ctx, "authapi", args[1:], getenv, stdout, stderr)
 	}
 	c, err := authapid.Load(args, getenv, stdout)
 	stderr = &lineWriter{w: stderr}
 	return settings.Serve("authapi", stderr, err, c.Validate, c.LogLevel, func(log *slog.Logger) error {
-		if preStop {
-			return drain.Request(ctx, c.OpsAddr, c.DrainDelay)
-		}
 		d, err := authapid.Assemble(c, authapid.Deps{Logger: log, Audit: auditLogger(stderr)})
 		if err != nil {
 			return err

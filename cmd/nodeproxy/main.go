@@ -18,15 +18,12 @@ func main() { settings.Main(run) }
 // run is main without the process: 0 on success, 1 on failure, 2 on a
 // usage error.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	preStop := len(args) > 0 && args[0] == "drain"
-	if preStop {
-		args = args[1:]
+	if len(args) > 0 && args[0] == "drain" {
+		d := nodeproxyd.Defaults()
+		return drain.Command{OpsAddr: d.OpsAddr, Delay: d.DrainDelay, LogLevel: d.LogLevel}.Run(ctx, "nodeproxy", args[1:], getenv, stdout, stderr)
 	}
 	c, err := nodeproxyd.Load(args, getenv, stdout)
 	return settings.Serve("nodeproxy", stderr, err, c.Validate, c.LogLevel, func(log *slog.Logger) error {
-		if preStop {
-			return drain.Request(ctx, c.OpsAddr, c.DrainDelay)
-		}
 		d, err := nodeproxyd.Assemble(c, nodeproxyd.Deps{Logger: log})
 		if err != nil {
 			return err
