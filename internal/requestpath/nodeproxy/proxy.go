@@ -121,17 +121,23 @@ func discard(resp *fasthttp.Response) {
 // parse error can carry bytes of the response.
 func upstreamError(err error) error {
 	var op *net.OpError
+	dial := errors.As(err, &op) && op.Op == "dial"
 	switch {
-	case errors.As(err, &op) && op.Op == "dial":
-		return fmt.Errorf("%w: %w", ErrUpstream, errNoConnection)
 	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, os.ErrDeadlineExceeded):
+		if dial {
+			return fmt.Errorf("%w: %w in time", ErrUpstreamTimeout, errNoConnection)
+		}
 		return fmt.Errorf("%w: no response in time", ErrUpstreamTimeout)
-	case errors.As(err, &op):
+	case op != nil:
+		reason := op.Op + " failed"
 		var errno syscall.Errno
 		if errors.As(op.Err, &errno) {
-			return fmt.Errorf("%w: %s: %s", ErrUpstream, op.Op, errno.Error())
+			reason = op.Op + ": " + errno.Error()
 		}
-		return fmt.Errorf("%w: %s failed", ErrUpstream, op.Op)
+		if dial {
+			return fmt.Errorf("%w: %w: %s", ErrUpstream, errNoConnection, reason)
+		}
+		return fmt.Errorf("%w: %s", ErrUpstream, reason)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
 		return fmt.Errorf("%w: connection closed early", ErrUpstream)
 	}
