@@ -79,7 +79,14 @@ const MaxKeyRing = 1000
 
 // KeyRingSize is about how many keys the ring holds with these settings.
 func KeyRingSize(cookieMaxAge, sessionTTL, rotation time.Duration) float64 {
-	return (float64(cookieMaxAge)+float64(sessionTTL)+float64(propagation))/float64(rotation) + 2
+	return float64(keyKeep(cookieMaxAge, sessionTTL))/float64(rotation) + 2
+}
+
+// keyKeep is how long a retired key is kept: as long as a session it
+// signed can still be renewed, plus the time replicas and proxies take to
+// see the ring change.
+func keyKeep(cookieMaxAge, sessionTTL time.Duration) time.Duration {
+	return cookieMaxAge + sessionTTL + propagation
 }
 
 func newKeyStore(o Options) *keyStore {
@@ -92,7 +99,7 @@ func newKeyStore(o Options) *keyStore {
 		entryTTL: o.EntryCodeTTL,
 		rotation: o.KeyRotationInterval,
 		publish:  min(o.KeyPublishDelay, o.KeyRotationInterval/2),
-		keep:     o.CookieMaxAge + o.SessionTTL + propagation,
+		keep:     keyKeep(o.CookieMaxAge, o.SessionTTL),
 		now:      o.Now,
 		log:      o.Logger.With("component", "keys"),
 		m:        o.Metrics,
