@@ -119,7 +119,14 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}
-	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s; overlay applied: %s)\n", o.manifests, time.Since(installStart).Round(time.Millisecond), o.registry, o.version, inst.Overlay)
+	installed := time.Now()
+	serveCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := clusterinstall.WaitServing(serveCtx, e.URLs, e.CAFile); err != nil {
+		return fmt.Errorf("wait for the entries: %w", err)
+	}
+	fmt.Fprintf(stdout, "sandgate installed from %s in %s (images %s/*:%s; overlay applied: %s); every entry answered %s after its workloads were ready\n",
+		o.manifests, installed.Sub(installStart).Round(time.Millisecond), o.registry, o.version, inst.Overlay, time.Since(installed).Round(time.Millisecond))
 	if c.PolicyEnforcer != "" {
 		fmt.Fprintln(stdout, "NetworkPolicies: applied and enforced by "+c.PolicyEnforcer)
 	} else {

@@ -16,7 +16,7 @@ import (
 
 // journey is one user's way through the platform, over the real entries.
 type journey struct {
-	t      *testing.T
+	t      *failureT
 	e      clusterinstall.Entries
 	client *http.Client
 	tls    *tls.Config
@@ -34,7 +34,7 @@ func newJourney(t *testing.T, e clusterinstall.Entries) *journey {
 		t.Fatalf("no certificate in %s", e.CAFile)
 	}
 	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &journey{t: t, e: e, tls: cfg, client: &http.Client{
+	return &journey{t: &failureT{T: t}, e: e, tls: cfg, client: &http.Client{
 		Transport:     &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: false},
 		Timeout:       90 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -45,8 +45,10 @@ func newJourney(t *testing.T, e clusterinstall.Entries) *journey {
 // long it took.
 func (j *journey) step(name string) func() {
 	j.t.Logf("step: %s", name)
+	j.t.step = name
 	start := time.Now()
 	return func() {
+		j.t.step = ""
 		d := time.Since(start).Round(time.Millisecond)
 		j.timing = append(j.timing, fmt.Sprintf("%-58s %9s", name, d))
 		j.t.Logf("step done: %s (%s)", name, d)

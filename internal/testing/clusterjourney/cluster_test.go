@@ -17,7 +17,7 @@ import (
 )
 
 // repoRoot is the repository's root, where make puts bin/.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("../../..")
 	if err != nil {

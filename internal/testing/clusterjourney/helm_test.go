@@ -44,6 +44,13 @@ func (j *journey) helmLifecycle() {
 		"--set", "hopKey.generate=true",
 		"--wait", "--timeout=280s")
 	j.waitWarmPool()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := clusterinstall.WaitServing(ctx, j.e.URLs, j.e.CAFile); err != nil {
+		j.t.Fatalf("after helm install: %v", err)
+	}
+	j.t.Logf("after helm install and the warm pool, every entry answered in %s", time.Since(start).Round(time.Millisecond))
 	b := j.signup(1, "bob")
 	for i := range j.e.Nodes {
 		resp, body := j.do(i, http.MethodGet, "/u/bob/", "", b.browser(j, i))

@@ -30,6 +30,9 @@ func TestJourney(t *testing.T) {
 	j := newJourney(t, e)
 	t.Cleanup(func() {
 		t.Log("per-step timings:\n  " + strings.Join(j.timing, "\n  "))
+		if j.t.failure != "" {
+			t.Log("the journey failed " + j.t.failure)
+		}
 	})
 
 	done := j.step("NetworkPolicies: docs/traffic-matrix.yaml probed between real pods")
@@ -180,7 +183,7 @@ func (j *journey) signup(i int, user string) account {
 	}
 	claim, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandboxclaim", "dsh-"+user, "-o", "jsonpath={.status.sandbox.name}")
 	if err != nil || claim == "" {
-		j.t.Fatalf("alice's claim names no sandbox: %v %s", err, claim)
+		j.t.Fatalf("%s's claim names no sandbox: %v %s", user, err, claim)
 	}
 	a.sandbox = claim
 	done()
