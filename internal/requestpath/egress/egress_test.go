@@ -86,7 +86,8 @@ func (startingCallers) ByIP(string) (informer.Caller, error) {
 
 // TestStartingNodeProxyAsksForRetry: a call that comes before the node
 // proxy's caches are synced (it has just started) cannot be judged: 503
-// with Retry-After, which model clients retry, not the 403 they give up on.
+// with Retry-After, which model clients retry, not the 403 they give up on;
+// its audit line is all it logs, not a warning per retried call.
 func TestStartingNodeProxyAsksForRetry(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Callers = startingCallers{} })
 	resp := e.call(aliceIP, "/openai/chat/completions", completion)
@@ -95,6 +96,9 @@ func TestStartingNodeProxyAsksForRetry(t *testing.T) {
 	}
 	if n, _ := testkit.Gathered(t, e.reg, "sandgate_egress_requests_total", map[string]string{"outcome": outcomeStarting}); n != 1 {
 		t.Errorf("calls counted as starting = %v, want 1", n)
+	}
+	if logs := e.logs.String(); strings.Contains(logs, `"level":"WARN"`) {
+		t.Errorf("a call while starting logged a warning; its audit line says enough: %s", logs)
 	}
 	if n := len(e.provider.requests()); n != 0 {
 		t.Errorf("provider saw %d requests", n)

@@ -330,7 +330,7 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 		status, outcome, msg = fasthttp.StatusInternalServerError, outcomeUpstreamError, "internal error"
 	}
 	c.status, c.outcome = status, outcome
-	if status >= 500 || status == fasthttp.StatusForbidden {
+	if (status >= 500 && outcome != outcomeStarting) || status == fasthttp.StatusForbidden {
 		p.log.Warn("egress call refused", "client", c.client, "user", c.caller.User, "provider", c.provider, "status", status, "err", err)
 	}
 	ctx.Response.Header.SetContentType("application/json")
