@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,5 +433,62 @@ func TestLimitsFileSize(t *testing.T) {
 		if n := strings.Count(e.logs.String(), "limits file too large"); n != v+1 {
 			t.Errorf("after %d oversized versions the log says so %d times", v+1, n)
 		}
+	}
+}
+
+// armedConn is a provider connection whose reads panic once armed, with
+// a value that holds what a careless log would leak. A read that was
+// waiting when it was armed panics as it returns.
+type armedConn struct {
+	net.Conn
+	armed *atomic.Bool
+}
+
+func (c armedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if c.armed.Load() {
+		panic(`stream {"content":"SECRET"}`)
+	}
+	return n, err
+}
+
+// TestPanicWhileStreaming: a panic while a token stream is passed on,
+// after serve has returned and outside its recover, ends that stream
+// only: the call is counted, audited and logged as a panic, without the
+// panic's value, it gives back the user's call slot, and the listener
+// goes on serving.
+func TestPanicWhileStreaming(t *testing.T) {
+	armed := new(atomic.Bool)
+	e := newEnv(t, func(o *Options) {
+		o.CallsInFlight = 1
+		o.Dial = func(addr string) (net.Conn, error) {
+			c, err := net.Dial("tcp", addr)
+			return armedConn{Conn: c, armed: armed}, err
+		}
+	})
+	resp := e.call(aliceIP, "/openai/chat/completions", `{"model":"m","stream":true,"messages":[]}`)
+	r := bufio.NewReader(resp.Body)
+	if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, `"one"`) {
+		t.Fatalf("first event = %q, %v", first, err)
+	}
+	armed.Store(true)
+	close(e.provider.release)
+	if rest, err := io.ReadAll(r); err == nil || strings.Contains(string(rest), "[DONE]") {
+		t.Errorf("the stream ended cleanly (%v) with %q, want it cut off", err, rest)
+	}
+	resp.Body.Close()
+	testkit.Eventually(t, "the stream counted as a panic", func() bool {
+		n, _ := testkit.Gathered(t, e.reg, "sandgate_egress_requests_total", map[string]string{"outcome": outcomePanic})
+		return n == 1
+	})
+	if logs := e.logs.String(); !strings.Contains(logs, "panicked: string") || strings.Contains(logs, "SECRET") {
+		t.Errorf("logs = %s", logs)
+	}
+	if lines := e.auditLines(); len(lines) != 1 || lines[0]["outcome"] != outcomePanic {
+		t.Errorf("audit lines = %v, want one with outcome %s", lines, outcomePanic)
+	}
+	armed.Store(false)
+	if status, _ := read(t, e.call(aliceIP, "/openai/chat/completions", completion)); status != http.StatusOK {
+		t.Errorf("alice's next call = %d, want 200: her one call slot is free again", status)
 	}
 }

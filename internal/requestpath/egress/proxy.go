@@ -214,15 +214,21 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 // the runtime error (or only the panic value's type, which could hold a
 // body) and the stack.
 func (p *Proxy) recovered(ctx *fasthttp.RequestCtx, c *call, r any) {
+	ctx.Response.Reset()
+	p.refuse(ctx, c, panicError(r))
+	if !c.finished {
+		p.finish(c)
+	}
+}
+
+// panicError names a recovered panic by its runtime error, or only by its
+// value's type, which could hold a body, and carries the stack.
+func panicError(r any) error {
 	what := fmt.Sprintf("%T", r)
 	if e, ok := r.(runtime.Error); ok {
 		what = e.Error()
 	}
-	ctx.Response.Reset()
-	p.refuse(ctx, c, fmt.Errorf("%w: %s\n%s", errPanic, what, debug.Stack()))
-	if !c.finished {
-		p.finish(c)
-	}
+	return fmt.Errorf("%w: %s\n%s", errPanic, what, debug.Stack())
 }
 
 // Refusals, mapped to statuses by refuse.
@@ -430,8 +436,20 @@ type respBody struct {
 	done bool
 }
 
-func (b *respBody) Read(buf []byte) (int, error) {
-	n, err := b.src.Read(buf)
+// Read passes on what the provider sent and meters it. It runs after
+// serve has returned, outside its recover: a panic here ends this stream
+// as a panic, logged like serve's, instead of fasthttp's own recover
+// logging the panic's value as an aborted call.
+func (b *respBody) Read(buf []byte) (n int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(r)
+			b.c.outcome = outcomePanic
+			b.p.log.Error("egress stream ended by a panic", "client", b.c.client, "user", b.c.caller.User, "provider", b.c.provider, "err", err)
+			n = 0
+		}
+	}()
+	n, err = b.src.Read(buf)
 	if n > 0 {
 		b.m.write(buf[:n])
 	}
@@ -456,7 +474,7 @@ func (b *respBody) end(err error) {
 	fasthttp.ReleaseResponse(b.resp)
 	c := b.c
 	c.usage = b.m.done()
-	if err != nil {
+	if err != nil && c.outcome != outcomePanic {
 		c.outcome = outcomeAborted
 	}
 	b.p.budgets.charge(c.caller.User, c.usage.Total, c.limits)
