@@ -120,7 +120,7 @@ func newKeyStore(o Options) *keyStore {
 		AddFunc:    func(obj any) { k.observe(obj) },
 		UpdateFunc: func(_, obj any) { k.observe(obj) },
 		DeleteFunc: func(any) {
-			k.log.Warn("signing secret deleted; the loaded keys go on signing and refill it once it exists again (re-apply manifests/authapi: the shipped RBAC has no create)", "secret", k.name)
+			k.log.Warn("signing secret deleted; the loaded keys go on signing and refill it once it exists again (re-apply manifests/authapi: the shipped RBAC has no create); to end every session, annotate it instead", "secret", k.name, "annotation", ResetKeysAnnotation)
 		},
 	})
 	return k
@@ -143,6 +143,23 @@ func (k *keyStore) loaded() (*jwt.KeyRing, []byte) {
 // manifests ship it.
 func emptied(sec *corev1.Secret) bool {
 	return len(sec.Data[secretKeysField]) == 0 || len(sec.Data[secretFlashField]) == 0
+}
+
+// An operator ends every session after a key leak by setting
+// ResetKeysAnnotation on the signing Secret to a value it has not had
+// (a timestamp): the next replica to see it writes a new ring in place of
+// every key, and records the value in keysResetDoneAnnotation so the
+// reset happens once. Emptying the Secret is no reset: running replicas
+// refill it from the keys they hold.
+const (
+	ResetKeysAnnotation     = "sandgate.io/reset-signing-keys"
+	keysResetDoneAnnotation = "sandgate.io/signing-keys-reset-done"
+)
+
+// resetAsked reports whether sec carries a reset not yet carried out.
+func resetAsked(sec *corev1.Secret) bool {
+	asked := sec.Annotations[ResetKeysAnnotation]
+	return asked != "" && asked != sec.Annotations[keysResetDoneAnnotation]
 }
 
 // PublicKey makes the store a jwt.KeySource over every key it holds, so the
@@ -230,8 +247,9 @@ func (k *keyStore) freshData(ring *jwt.KeyRing, flashKey []byte) (map[string][]b
 }
 
 // ensure loads the Secret, creating it (or filling an empty one shipped by
-// the manifests) when needed, from the loaded keys if there are any.
-// Replicas racing to create it converge on whichever write lands first.
+// the manifests) when needed, from the loaded keys if there are any, or
+// replacing every key when an operator asked for a reset. Replicas racing
+// to write it converge on whichever write lands first.
 func (k *keyStore) ensure(ctx context.Context) error {
 	var last error
 	for range 5 {
@@ -258,6 +276,24 @@ func (k *keyStore) ensure(ctx context.Context) error {
 			return k.install(created)
 		case err != nil:
 			return fmt.Errorf("get signing secret: %w", err)
+		case resetAsked(sec):
+			data, err := k.freshData(nil, nil)
+			if err != nil {
+				return err
+			}
+			upd := sec.DeepCopy()
+			upd.Data = data
+			upd.Annotations[keysResetDoneAnnotation] = sec.Annotations[ResetKeysAnnotation]
+			res, err := k.secrets.Update(ctx, upd, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				last = err
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reset signing keys: %w", err)
+			}
+			k.log.Warn("signing keys reset as the Secret's annotation asks: every session ends", "secret", k.name, "annotation", ResetKeysAnnotation, "value", sec.Annotations[ResetKeysAnnotation])
+			return k.install(res)
 		case emptied(sec):
 			ring, flash := k.loaded()
 			if len(sec.Data[secretFlashField]) != 0 {
@@ -319,7 +355,7 @@ func (k *keyStore) run(ctx context.Context) {
 // through the informer.
 func (k *keyStore) maybeRotate(ctx context.Context) error {
 	sec, err := k.secrets.Get(ctx, k.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || err == nil && emptied(sec) {
+	if apierrors.IsNotFound(err) || err == nil && (emptied(sec) || resetAsked(sec)) {
 		return k.ensure(ctx)
 	}
 	if err != nil {

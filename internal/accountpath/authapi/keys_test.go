@@ -82,6 +82,74 @@ func TestEmptiedSecretIsRefilledFromLoadedKeys(t *testing.T) {
 	}
 }
 
+// TestResetAnnotationReplacesEveryKey: after a key leak an operator
+// annotates the signing Secret; the next replica to see it writes a new
+// ring in place of every key, once per annotation value, and every
+// replica signs with the new key and no longer knows the old ones. An
+// emptied Secret refilled afterwards does not bring them back.
+func TestResetAnnotationReplacesEveryKey(t *testing.T) {
+	e := newEnv(t)
+	in := e.start(t, nil)
+	other := e.start(t, nil)
+	leaked := in.srv.keys.current().ring.Keys()
+	secrets := e.kube.CoreV1().Secrets(e.ns)
+	edit := func(change func(*corev1.Secret)) {
+		t.Helper()
+		sec, err := secrets.Get(t.Context(), DefaultSigningSecret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(sec)
+		if _, err := secrets.Update(t.Context(), sec, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resetTo := func(value string) {
+		t.Helper()
+		edit(func(sec *corev1.Secret) { metav1.SetMetaDataAnnotation(&sec.ObjectMeta, ResetKeysAnnotation, value) })
+		if err := in.srv.keys.maybeRotate(t.Context()); err != nil {
+			t.Fatalf("rotation tick after the reset annotation %q: %v", value, err)
+		}
+	}
+	noneOf := func(when string, ring *jwt.KeyRing, keys []jwt.KeyInfo) {
+		t.Helper()
+		for _, k := range keys {
+			if _, err := ring.PublicKey(k.KID); err == nil {
+				t.Errorf("%s: key %s is still in the ring", when, k.KID)
+			}
+		}
+	}
+
+	resetTo("2026-12-03T11:00:00Z")
+	first := e.ringOf(t)
+	noneOf("after the reset", first, leaked)
+	signing := first.SigningKID(time.Now())
+	for i, r := range []*instance{in, other} {
+		testkit.Eventually(t, fmt.Sprintf("replica %d signs with the new key", i), func() bool {
+			return r.srv.keys.current().ring.SigningKID(time.Now()) == signing
+		})
+		if _, err := r.srv.keys.PublicKey(leaked[0].KID); err == nil {
+			t.Errorf("replica %d still verifies tokens of the leaked key", i)
+		}
+	}
+
+	if err := other.srv.keys.maybeRotate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.ringOf(t).SigningKID(time.Now()); got != signing {
+		t.Errorf("the same annotation reset the keys twice: signing %q, want %q", got, signing)
+	}
+
+	edit(func(sec *corev1.Secret) { sec.Data = nil })
+	if err := in.srv.keys.maybeRotate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	noneOf("after a refill", e.ringOf(t), leaked)
+
+	resetTo("2026-12-03T12:00:00Z")
+	noneOf("after a second reset", e.ringOf(t), first.Keys())
+}
+
 // TestKeyStoreStagesPublishesActivatesAndPrunes drives one rotation cycle
 // on a fake clock against the real Secret.
 func TestKeyStoreStagesPublishesActivatesAndPrunes(t *testing.T) {
