@@ -68,6 +68,9 @@ type keyStore struct {
 	state       atomic.Pointer[keyState]
 	informer    cache.SharedIndexInformer
 	rotateEvery time.Duration
+	// refill wakes run before its next tick when the Secret is seen
+	// emptied or a reset is asked for.
+	refill chan struct{}
 }
 
 // MaxKeyRing bounds how many signing keys the settings may keep at once. A
@@ -105,6 +108,7 @@ func newKeyStore(o Options) *keyStore {
 		m:        o.Metrics,
 	}
 	k.rotateEvery = max(min(o.KeyRotationInterval/4, time.Minute), 50*time.Millisecond)
+	k.refill = make(chan struct{}, 1)
 	sel := fields.OneTermEqualSelector("metadata.name", k.name).String()
 	k.informer = cache.NewSharedIndexInformerWithOptions(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -184,6 +188,13 @@ func (k *keyStore) jwks() ([]byte, error) {
 func (k *keyStore) observe(obj any) {
 	sec, ok := obj.(*corev1.Secret)
 	if !ok {
+		return
+	}
+	if emptied(sec) || resetAsked(sec) {
+		select {
+		case k.refill <- struct{}{}:
+		default:
+		}
 		return
 	}
 	if err := k.install(sec); err != nil {
@@ -340,6 +351,7 @@ func (k *keyStore) run(ctx context.Context) {
 			<-done
 			return
 		case <-t.C:
+		case <-k.refill:
 		}
 		if err := k.maybeRotate(ctx); err != nil && ctx.Err() == nil {
 			k.log.Warn("rotate signing keys", "error", err)
