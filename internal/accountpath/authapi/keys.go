@@ -264,6 +264,7 @@ func (k *keyStore) freshData(ring *jwt.KeyRing, flashKey []byte) (map[string][]b
 func (k *keyStore) ensure(ctx context.Context) error {
 	var last error
 	for range 5 {
+		var upd *corev1.Secret // the write that fills or resets sec
 		sec, err := k.secrets.Get(ctx, k.name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -292,19 +293,9 @@ func (k *keyStore) ensure(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			upd := sec.DeepCopy()
+			upd = sec.DeepCopy()
 			upd.Data = data
 			upd.Annotations[keysResetDoneAnnotation] = sec.Annotations[ResetKeysAnnotation]
-			res, err := k.secrets.Update(ctx, upd, metav1.UpdateOptions{})
-			if apierrors.IsConflict(err) {
-				last = err
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("reset signing keys: %w", err)
-			}
-			k.log.Warn("signing keys reset as the Secret's annotation asks: every session ends", "secret", k.name, "annotation", ResetKeysAnnotation, "value", sec.Annotations[ResetKeysAnnotation])
-			return k.install(res)
 		case emptied(sec):
 			ring, flash := k.loaded()
 			if len(sec.Data[secretFlashField]) != 0 {
@@ -317,21 +308,25 @@ func (k *keyStore) ensure(ctx context.Context) error {
 			if len(sec.Data[secretKeysField]) != 0 {
 				data[secretKeysField] = sec.Data[secretKeysField]
 			}
-			upd := sec.DeepCopy()
+			upd = sec.DeepCopy()
 			upd.Data = data
-			res, err := k.secrets.Update(ctx, upd, metav1.UpdateOptions{})
-			if apierrors.IsConflict(err) {
-				last = err
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("fill signing secret: %w", err)
-			}
-			k.log.Info("filled empty signing secret", "secret", k.name, "from_loaded_keys", ring != nil)
-			return k.install(res)
 		default:
 			return k.install(sec)
 		}
+		res, err := k.secrets.Update(ctx, upd, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("write signing secret: %w", err)
+		}
+		if resetAsked(sec) {
+			k.log.Warn("signing keys reset as the Secret's annotation asks: every session ends", "secret", k.name, "annotation", ResetKeysAnnotation, "value", sec.Annotations[ResetKeysAnnotation])
+		} else {
+			k.log.Info("filled empty signing secret", "secret", k.name, "from_loaded_keys", k.current() != nil)
+		}
+		return k.install(res)
 	}
 	return fmt.Errorf("create signing secret: lost every race: %w", last)
 }
