@@ -73,13 +73,21 @@ func (o VerifierOptions) Validate() error {
 
 // Verifier checks session tokens offline. It is safe for concurrent use.
 //
-// Verified tokens are cached until they expire, so a repeat costs a map
-// lookup and no cryptography. A cached token stays valid even if its key
-// leaves the key source; keys leave only after their tokens expire.
+// Verified tokens are cached until they expire, so a repeat costs two map
+// lookups and no cryptography. A cached token holds only while its kid
+// still names the key that verified it: a key reset after a leak ends the
+// old keys' tokens as soon as the key source drops them.
 type Verifier struct {
 	opts   VerifierOptions
 	parser *gojwt.Parser
-	cache  *lru.Cache[string, Claims] // nil when disabled
+	cache  *lru.Cache[string, verified] // nil when disabled
+}
+
+// verified is a cached token's claims and the key that verified them.
+type verified struct {
+	claims Claims
+	kid    string
+	key    ed25519.PublicKey
 }
 
 // NewVerifier validates opts, fills defaults and returns a Verifier.
@@ -93,7 +101,7 @@ func NewVerifier(opts VerifierOptions) (*Verifier, error) {
 	}
 	v := &Verifier{opts: opts}
 	if opts.CacheSize > 0 {
-		c, err := lru.New[string, Claims](opts.CacheSize)
+		c, err := lru.New[string, verified](opts.CacheSize)
 		if err != nil {
 			return nil, fmt.Errorf("verifier: create cache: %w", err)
 		}
@@ -120,24 +128,45 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 		return Claims{}, fmt.Errorf("%w: longer than %d bytes", ErrMalformed, maxTokenLen)
 	}
 	if v.cache != nil {
-		if c, ok := v.cache.Get(token); ok {
-			if !v.opts.Now().Before(c.Expiry.Add(v.opts.Leeway)) {
+		if e, ok := v.cache.Get(token); ok {
+			switch {
+			case !v.stillSigned(e):
+				v.cache.Remove(token) // verified again below, against the keys as they are
+			case !v.opts.Now().Before(e.claims.Expiry.Add(v.opts.Leeway)):
 				v.cache.Remove(token)
 				return Claims{}, fmt.Errorf("%w: cached token", ErrExpired)
+			default:
+				return e.claims, nil
 			}
-			return c, nil
 		}
 	}
-	var w wireClaims
-	if _, err := v.parser.ParseWithClaims(token, &w, v.keyFor); err != nil {
+	var (
+		w  wireClaims
+		by verified
+	)
+	keyFor := func(t *gojwt.Token) (any, error) {
+		key, err := v.keyFor(t)
+		if err == nil {
+			by.kid, by.key = t.Header["kid"].(string), key
+		}
+		return key, err
+	}
+	if _, err := v.parser.ParseWithClaims(token, &w, keyFor); err != nil {
 		return Claims{}, classify(err)
 	}
-	c := w.claims()
+	by.claims = w.claims()
 	if v.cache != nil {
 		// Clone: the caller's string may alias a reused request buffer.
-		v.cache.Add(strings.Clone(token), c)
+		v.cache.Add(strings.Clone(token), by)
 	}
-	return c, nil
+	return by.claims, nil
+}
+
+// stillSigned reports whether a cached token's kid still names the key
+// that verified it.
+func (v *Verifier) stillSigned(e verified) bool {
+	key, err := v.opts.Keys.PublicKey(e.kid)
+	return err == nil && key.Equal(e.key)
 }
 
 // VerifyIgnoringExpiry checks token like Verify but also accepts one whose
@@ -152,7 +181,7 @@ func (v *Verifier) VerifyIgnoringExpiry(token string) (Claims, error) {
 		return c, err
 	}
 	var w wireClaims
-	if _, err := v.parser.ParseWithClaims(token, &w, v.keyFor); err != nil {
+	if _, err := v.parser.ParseWithClaims(token, &w, func(t *gojwt.Token) (any, error) { return v.keyFor(t) }); err != nil {
 		if err := classify(err); !errors.Is(err, ErrExpired) {
 			return Claims{}, err
 		}
@@ -162,8 +191,9 @@ func (v *Verifier) VerifyIgnoringExpiry(token string) (Claims, error) {
 	return w.claims(), nil
 }
 
-// keyFor is the gojwt key function; gojwt has already pinned alg to EdDSA.
-func (v *Verifier) keyFor(t *gojwt.Token) (any, error) {
+// keyFor is the key that verifies t; gojwt has already pinned alg to
+// EdDSA.
+func (v *Verifier) keyFor(t *gojwt.Token) (ed25519.PublicKey, error) {
 	if _, ok := t.Header["crit"]; ok {
 		return nil, fmt.Errorf("%w: crit header not supported", ErrMalformed)
 	}
