@@ -108,6 +108,10 @@ func TestJourney(t *testing.T) {
 	j.leaderKilledWhileActive(a, other)
 	done()
 
+	done = j.step("signing keys reset by the operator's annotation: old session refused, new login served, on both nodes")
+	a = j.signingKeysReset(a, []int{pod, other})
+	done()
+
 	done = j.step("logout seen on both nodes")
 	resp, body = j.do(pod, http.MethodPost, "/logout", "", a.mutation(j, pod))
 	j.expect(resp, body, http.StatusNoContent, "logout")
