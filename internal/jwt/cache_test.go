@@ -7,21 +7,30 @@ import (
 	"unsafe"
 )
 
-// TestCacheHitSkipsCrypto: a repeat of a verified token is answered from
-// the cache with no parsing and no signature check, which would allocate:
-// only the key is looked up, to see that it still names the same key.
-func TestCacheHitSkipsCrypto(t *testing.T) {
-	fx := newFixture(t, 0)
-	tok := signed(t, fx)
-	kid := fx.ring.SigningKID(fx.clock.Now())
+// keySetVerifier is a verifier, with a cache, over a plain KeySet holding
+// the key fx signs with; the test may change the set. It returns the set,
+// the signing kid and a token signed with it.
+func keySetVerifier(t *testing.T, fx *fixture) (v *Verifier, keys KeySet, kid, tok string) {
+	t.Helper()
+	tok = signed(t, fx)
+	kid = fx.ring.SigningKID(fx.clock.Now())
 	pub, err := fx.ring.PublicKey(kid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := NewVerifier(VerifierOptions{Keys: KeySet{kid: pub}, Issuer: testIssuer, Audience: testAudience, Leeway: testLeeway, Now: fx.clock.Now})
+	keys = KeySet{kid: pub}
+	v, err = NewVerifier(VerifierOptions{Keys: keys, Issuer: testIssuer, Audience: testAudience, Leeway: testLeeway, Now: fx.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v, keys, kid, tok
+}
+
+// TestCacheHitSkipsCrypto: a repeat of a verified token is answered from
+// the cache with no parsing and no signature check, which would allocate:
+// only the key is looked up, to see that it still names the same key.
+func TestCacheHitSkipsCrypto(t *testing.T) {
+	v, _, _, tok := keySetVerifier(t, newFixture(t, 0))
 	first, err := v.Verify(tok)
 	if err != nil {
 		t.Fatal(err)
@@ -35,25 +44,16 @@ func TestCacheHitSkipsCrypto(t *testing.T) {
 	}
 }
 
-// TestCacheHitEndsWithItsKey: a cached token whose key leaves the key
-// source (an operator's reset after a key leak) is refused at once, not
-// when it expires; one whose key stays is still a hit.
+// TestCacheHitEndsWithItsKey: a cached token whose kid comes to name
+// another key, or whose key leaves the key source (an operator's reset
+// after a key leak), is refused at once, not when it expires.
 func TestCacheHitEndsWithItsKey(t *testing.T) {
 	fx := newFixture(t, 0)
-	tok := signed(t, fx)
-	kid := fx.ring.SigningKID(fx.clock.Now())
-	pub, err := fx.ring.PublicKey(kid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := KeySet{kid: pub}
-	v, err := NewVerifier(VerifierOptions{Keys: keys, Issuer: testIssuer, Audience: testAudience, Leeway: testLeeway, Now: fx.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v, keys, kid, tok := keySetVerifier(t, fx)
 	if _, err := v.Verify(tok); err != nil {
 		t.Fatal(err)
 	}
+	pub := keys[kid]
 	other := NewKeyRing(fx.clock.Now())
 	otherPub, _ := other.PublicKey(other.SigningKID(fx.clock.Now()))
 	keys[kid] = otherPub
