@@ -147,7 +147,7 @@ func (v *Verifier) Verify(token string) (Claims, error) {
 	keyFor := func(t *gojwt.Token) (any, error) {
 		key, err := v.keyFor(t)
 		if err == nil {
-			by.kid, by.key = t.Header["kid"].(string), key
+			by.kid, by.key = t.Header["kid"].(string), key.(ed25519.PublicKey)
 		}
 		return key, err
 	}
@@ -181,7 +181,7 @@ func (v *Verifier) VerifyIgnoringExpiry(token string) (Claims, error) {
 		return c, err
 	}
 	var w wireClaims
-	if _, err := v.parser.ParseWithClaims(token, &w, func(t *gojwt.Token) (any, error) { return v.keyFor(t) }); err != nil {
+	if _, err := v.parser.ParseWithClaims(token, &w, v.keyFor); err != nil {
 		if err := classify(err); !errors.Is(err, ErrExpired) {
 			return Claims{}, err
 		}
@@ -191,9 +191,8 @@ func (v *Verifier) VerifyIgnoringExpiry(token string) (Claims, error) {
 	return w.claims(), nil
 }
 
-// keyFor is the key that verifies t; gojwt has already pinned alg to
-// EdDSA.
-func (v *Verifier) keyFor(t *gojwt.Token) (ed25519.PublicKey, error) {
+// keyFor is the gojwt key function; gojwt has already pinned alg to EdDSA.
+func (v *Verifier) keyFor(t *gojwt.Token) (any, error) {
 	if _, ok := t.Header["crit"]; ok {
 		return nil, fmt.Errorf("%w: crit header not supported", ErrMalformed)
 	}
