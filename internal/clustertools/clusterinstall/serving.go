@@ -19,16 +19,12 @@ import (
 // Local), so a person or a test told "installed" must not find the entry
 // refusing connections.
 func WaitServing(ctx context.Context, urls []string, caFile string) error {
-	ca, err := os.ReadFile(caFile)
+	cfg, err := EntriesTLS(caFile)
 	if err != nil {
-		return fmt.Errorf("read the entries' CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return fmt.Errorf("no certificate in %s", caFile)
+		return err
 	}
 	client := &http.Client{
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, DisableKeepAlives: true},
+		Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true},
 		Timeout:   5 * time.Second,
 	}
 	defer client.CloseIdleConnections()
@@ -38,6 +34,20 @@ func WaitServing(ctx context.Context, urls []string, caFile string) error {
 		}
 	}
 	return nil
+}
+
+// EntriesTLS is a client's TLS configuration for the entries: it trusts
+// the CA in caFile (Entries.CAFile), which signed their certificate.
+func EntriesTLS(caFile string) (*tls.Config, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read the entries' CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("no certificate in %s", caFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // waitLanding asks for u until it answers 200 or ctx ends, and then

@@ -2,11 +2,9 @@ package clusterjourney
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +23,10 @@ type journey struct {
 }
 
 func newJourney(t *testing.T, e clusterinstall.Entries) *journey {
-	ca, err := os.ReadFile(e.CAFile)
+	cfg, err := clusterinstall.EntriesTLS(e.CAFile)
 	if err != nil {
-		t.Fatalf("read the entries' CA: %v", err)
+		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		t.Fatalf("no certificate in %s", e.CAFile)
-	}
-	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	return &journey{t: &failureT{T: t}, e: e, tls: cfg, client: &http.Client{
 		Transport:     &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: false},
 		Timeout:       90 * time.Second,
