@@ -17,6 +17,11 @@ const (
 	MaxReportEntries = 50000
 )
 
+// JWKSVersionHeader is on the auth API's answers to reports: the
+// jwt.JWKSVersion of the JWKS it serves, so that a node proxy holding
+// another version fetches the JWKS again at once (after a key reset, say).
+const JWKSVersionHeader = "X-Sandgate-JWKS-Version"
+
 // ErrInvalidReport means a report body is malformed or out of bounds.
 var ErrInvalidReport = errors.New("invalid activity report")
 

@@ -65,7 +65,7 @@ func (o FetcherOptions) Validate() error {
 type JWKSFetcher struct {
 	opts FetcherOptions
 	log  *slog.Logger
-	keys atomic.Pointer[KeySet]
+	keys atomic.Pointer[fetched]
 	// refreshed is when the latest successful fetch stored its keys, in
 	// Unix nanoseconds; 0 before the first.
 	refreshed atomic.Int64
@@ -74,6 +74,15 @@ type JWKSFetcher struct {
 	ctx      context.Context // set by Start; bounds fetches
 	last     time.Time       // start of the latest fetch
 	inflight *fetchCall
+	// changed wakes Start when Published names a version other than the
+	// loaded one.
+	changed chan struct{}
+}
+
+// fetched is one successfully fetched JWKS.
+type fetched struct {
+	keys    KeySet
+	version string // JWKSVersion of the document
 }
 
 // fetchCall is one fetch that concurrent callers wait on together.
@@ -97,13 +106,18 @@ func NewJWKSFetcher(opts FetcherOptions) (*JWKSFetcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &JWKSFetcher{opts: opts, log: log.With("component", "jwks_fetcher"), ctx: context.Background()}, nil
+	return &JWKSFetcher{
+		opts: opts, log: log.With("component", "jwks_fetcher"), ctx: context.Background(),
+		changed: make(chan struct{}, 1),
+	}, nil
 }
 
 // Start loads the keys, then refreshes them every RefreshInterval until ctx
 // is done, and returns nil then. It blocks; run it in its own goroutine.
 // Failures are logged; until the first load succeeds it retries every
-// MinRefreshInterval. Ready reports whether any keys have loaded.
+// MinRefreshInterval. Between refreshes it fetches again when Published
+// names another version, at most every MinRefreshInterval. Ready reports
+// whether any keys have loaded.
 func (f *JWKSFetcher) Start(ctx context.Context) error {
 	f.mu.Lock()
 	f.ctx = ctx
@@ -114,16 +128,41 @@ func (f *JWKSFetcher) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-f.changed:
+			f.logFailure(ctx, f.refresh(false))
+			continue
 		case <-t.C:
 		}
-		if err := f.refresh(true); err != nil && ctx.Err() == nil {
-			f.log.Warn("refresh jwks", "error", err)
-		}
+		f.logFailure(ctx, f.refresh(true))
 		next := f.opts.RefreshInterval
 		if !f.Ready() {
 			next = f.opts.MinRefreshInterval
 		}
 		t.Reset(next)
+	}
+}
+
+func (f *JWKSFetcher) logFailure(ctx context.Context, err error) {
+	if err != nil && !errors.Is(err, errRateLimited) && ctx.Err() == nil {
+		f.log.Warn("refresh jwks", "error", err)
+	}
+}
+
+// Published tells the fetcher the JWKSVersion the auth API serves now (a
+// node proxy reads it from the answers to its activity reports). A version
+// other than the loaded one makes Start fetch the JWKS again without
+// waiting for RefreshInterval, so a key reset reaches every node proxy
+// within a report interval; the empty version is ignored. It never blocks.
+func (f *JWKSFetcher) Published(version string) {
+	if version == "" {
+		return
+	}
+	if cur := f.keys.Load(); cur != nil && cur.version == version {
+		return
+	}
+	select {
+	case f.changed <- struct{}{}:
+	default:
 	}
 }
 
@@ -159,8 +198,8 @@ func (f *JWKSFetcher) PublicKey(kid string) (ed25519.PublicKey, error) {
 }
 
 func (f *JWKSFetcher) lookup(kid string) (ed25519.PublicKey, bool) {
-	if set := f.keys.Load(); set != nil {
-		k, ok := (*set)[kid]
+	if cur := f.keys.Load(); cur != nil {
+		k, ok := cur.keys[kid]
 		return k, ok
 	}
 	return nil, false
@@ -227,7 +266,7 @@ func (f *JWKSFetcher) fetch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.keys.Store(&set)
+	f.keys.Store(&fetched{keys: set, version: JWKSVersion(body)})
 	f.refreshed.Store(f.opts.Now().UnixNano())
 	return nil
 }

@@ -239,3 +239,58 @@ func TestVerifierWithFetcher(t *testing.T) {
 		}
 	}
 }
+
+// TestFetcherRefetchesWhenAnotherVersionIsPublished: between its periodic
+// refreshes the fetcher fetches again when it is told of a JWKS version
+// other than the one it holds (after a key reset, say), and not for its
+// own version or an empty one.
+func TestFetcherRefetchesWhenAnotherVersionIsPublished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ring := NewKeyRing(time.Now())
+		srv := &jwksServer{ring: ring}
+		f, err := NewJWKSFetcher(FetcherOptions{
+			URL: "http://jwks.test/", Client: inMemory(srv), RefreshInterval: time.Hour,
+			Header: func(h http.Header) { h.Set("Authorization", "Bearer node") },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go f.Start(ctx)
+		synctest.Wait()
+		if !f.Ready() {
+			t.Fatal("not Ready after the first fetch")
+		}
+
+		doc, err := ring.JWKS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Published(JWKSVersion(doc))
+		f.Published("")
+		synctest.Wait()
+		if n := srv.requests.Load(); n != 1 {
+			t.Fatalf("%d fetches after the loaded version and the empty one were published, want 1", n)
+		}
+
+		fresh := NewKeyRing(time.Now())
+		reset, err := fresh.JWKS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.body.Store(new(string(reset)))
+		time.Sleep(defaultMinRefreshInterval) // fake time: the fetches' rate limit has passed
+		f.Published(JWKSVersion(reset))
+		synctest.Wait()
+		if n := srv.requests.Load(); n != 2 {
+			t.Fatalf("%d fetches after another version was published, want 2", n)
+		}
+		if _, ok := f.lookup(fresh.signingKey().id); !ok {
+			t.Error("the new version's key is not loaded")
+		}
+		if _, ok := f.lookup(ring.signingKey().id); ok {
+			t.Error("the replaced key is still loaded")
+		}
+	})
+}

@@ -2,7 +2,9 @@ package jwt
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +68,15 @@ func marshalJWKS(keys []ringKey) ([]byte, error) {
 		return nil, fmt.Errorf("marshal jwks: %w", err)
 	}
 	return b, nil
+}
+
+// JWKSVersion names a JWKS document by its content: the first 16 bytes of
+// its SHA-256, in hex. The auth API's JWKS is the same document on every
+// replica that holds the same ring, so a node proxy compares the version an
+// auth API names with the version of the document it fetched.
+func JWKSVersion(doc []byte) string {
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:16])
 }
 
 // KeySet maps kid to an Ed25519 public key. It is a static KeySource for

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/jwt"
 )
 
 // ForwardedHeader marks an activity report one replica passed on to the
@@ -33,8 +34,12 @@ var _ Activity = (*sweeper.Sweeper)(nil)
 // handleActivity takes a node proxy's activity report: the leader observes
 // it (204); a non-leader passes it on to the leader once, with the caller's
 // token, and relays the outcome; a report already passed on, or one with no
-// leader to go to, gets 503.
+// leader to go to, gets 503. Every answer names the version of the JWKS
+// this replica serves.
 func (s *Server) handleActivity(w http.ResponseWriter, r *http.Request) {
+	if doc, err := s.keys.jwks(); err == nil {
+		w.Header().Set(activity.JWKSVersionHeader, jwt.JWKSVersion(doc))
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, activity.MaxReportBytes))
 	if err != nil {
 		s.fail(w, r, bodyError(err))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -208,9 +209,16 @@ func TestActivityReports(t *testing.T) {
 	proxy := map[string]string{"Authorization": token}
 	report := `{"node":"node-a","sent_at":` + itoa(time.Now().UnixMilli()) + `,"entries":[{"namespace":"` + e.ns +
 		`","sandbox":"sb-1","last_activity":1,"in_flight":1,"open_websockets":0}]}`
+	_, jwks := in.do(t, req{method: "GET", path: "/.well-known/jwks.json"})
+	version := jwt.JWKSVersion([]byte(jwks))
 	post := func(body string, h map[string]string) int {
 		t.Helper()
 		resp, _ := in.do(t, req{method: "POST", path: activityPath, json: body, header: h})
+		if h != nil {
+			if got := resp.Header.Get(activity.JWKSVersionHeader); got != version {
+				t.Errorf("answer %d names JWKS version %q, want the served JWKS's %q", resp.StatusCode, got, version)
+			}
+		}
 		return resp.StatusCode
 	}
 

@@ -38,6 +38,8 @@ type authClient struct {
 	reach *reachability
 	// activityPath is where activity reports go.
 	activityPath string
+	// jwksPublished is Options.JWKSPublished.
+	jwksPublished func(version string)
 }
 
 func newAuthClient(o Options, m *metrics, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *authClient {
@@ -51,29 +53,28 @@ func newAuthClient(o Options, m *metrics, dial func(ctx context.Context, network
 			IdleConnTimeout:     30 * time.Second,
 			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
 		}},
-		saToken:      o.ServiceAccountToken,
-		timeout:      o.RenewTimeout,
-		retry:        o.RetryAfter,
-		m:            m,
-		reach:        newReachability(o, m),
-		activityPath: o.ActivityPath,
+		saToken:       o.ServiceAccountToken,
+		timeout:       o.RenewTimeout,
+		retry:         o.RetryAfter,
+		m:             m,
+		reach:         newReachability(o, m),
+		activityPath:  o.ActivityPath,
+		jwksPublished: o.JWKSPublished,
 	}
 }
 
 // unreachableError is a call that no auth API replica answered, or that
-// one answered with status, a 5xx.
+// one answered with a 5xx.
 type unreachableError struct {
-	cause  string
-	status int
+	cause string
 }
 
 func (e *unreachableError) Error() string { return "auth API unreachable: " + e.cause }
 
-// post sends body as JSON to path on the internal base with the
-// ServiceAccount token, within ctx. A call no replica answered, or
-// answered with a 5xx, is an *unreachableError; any other answer is
-// returned for the caller to read and close.
-func (c *authClient) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+// send posts body as JSON to path on the internal base with the
+// ServiceAccount token, within ctx, and returns any answer for the caller
+// to read and close. A call no replica answered is an *unreachableError.
+func (c *authClient) send(ctx context.Context, path string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.internal+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("build auth API request: %w", err)
@@ -90,9 +91,18 @@ func (c *authClient) post(ctx context.Context, path string, body []byte) (*http.
 	if err != nil {
 		return nil, &unreachableError{cause: "call failed"}
 	}
+	return resp, nil
+}
+
+// post is send where a 5xx answer is an *unreachableError too.
+func (c *authClient) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
+	resp, err := c.send(ctx, path, body)
+	if err != nil {
+		return nil, err
+	}
 	if unreachableStatus(resp.StatusCode) {
 		drainBody(resp)
-		return nil, &unreachableError{cause: fmt.Sprintf("status %d", resp.StatusCode), status: resp.StatusCode}
+		return nil, &unreachableError{cause: fmt.Sprintf("status %d", resp.StatusCode)}
 	}
 	return resp, nil
 }
@@ -146,17 +156,18 @@ func (c *authClient) forwardFailed(err error) error {
 }
 
 // PostReport sends one encoded activity report (activity.Sender). The
-// reporter bounds each attempt with ctx and reads its answer by status.
+// reporter bounds each attempt with ctx and reads its answer by status;
+// the JWKS version any answer names goes to jwksPublished.
 func (c *authClient) PostReport(ctx context.Context, body []byte) (int, error) {
-	resp, err := c.post(ctx, c.activityPath, body)
+	resp, err := c.send(ctx, c.activityPath, body)
 	if u, ok := errors.AsType[*unreachableError](err); ok {
-		if u.status != 0 {
-			return u.status, nil
-		}
 		return 0, fmt.Errorf("post report: %s", u.cause)
 	}
 	if err != nil {
 		return 0, err
+	}
+	if c.jwksPublished != nil {
+		c.jwksPublished(resp.Header.Get(activity.JWKSVersionHeader))
 	}
 	drainBody(resp)
 	return resp.StatusCode, nil

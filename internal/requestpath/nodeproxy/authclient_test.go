@@ -5,21 +5,27 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/activity"
 )
 
 // TestActivitySender: activity reports go to ActivityPath on the internal
 // base with the ServiceAccount token, and every answer, 5xx included,
-// comes back as its status for the reporter to judge; only no answer is
-// an error.
+// comes back as its status for the reporter to judge, the JWKS version it
+// names passed on to JWKSPublished; only no answer is an error.
 func TestActivitySender(t *testing.T) {
 	for _, status := range []int{http.StatusNoContent, http.StatusUnauthorized, http.StatusServiceUnavailable} {
 		var path, authz string
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			path, authz = r.URL.Path, r.Header.Get("Authorization")
+			w.Header().Set(activity.JWKSVersionHeader, "v-"+strconv.Itoa(status))
 			w.WriteHeader(status)
 		}))
 		api := testAuthClient(t, srv.URL)
+		var published []string
+		api.jwksPublished = func(v string) { published = append(published, v) }
 		got, err := api.PostReport(t.Context(), []byte(`{}`))
 		srv.Close()
 		if err != nil || got != status {
@@ -27,6 +33,9 @@ func TestActivitySender(t *testing.T) {
 		}
 		if path != DefaultActivityPath || authz != "Bearer sa-token" {
 			t.Errorf("report went to %q with %q", path, authz)
+		}
+		if want := "v-" + strconv.Itoa(status); len(published) != 1 || published[0] != want {
+			t.Errorf("answer %d: JWKS versions published %q, want [%s]", status, published, want)
 		}
 	}
 	srv := httptest.NewServer(http.NotFoundHandler())

@@ -236,6 +236,11 @@ type Options struct {
 	// JWKSRefreshed returns when the verifier's key set was last fetched
 	// (zero before the first), for the JWKS staleness gauge; nil reports 0.
 	JWKSRefreshed func() time.Time
+	// JWKSPublished is told the JWKS version the auth API names in each
+	// answer to an activity report (activity.JWKSVersionHeader), so the
+	// verifier's key set follows a key reset within a report interval;
+	// nil ignores it.
+	JWKSPublished func(version string)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// afterFunc starts the timers of open connections' sessions (their

@@ -156,7 +156,7 @@ func (d *Daemon) assemble(deps Deps) error {
 	o.Directory, o.Peers, o.Waiter = d.idx, d.idx, d.idx
 	o.ReadyChecks = []nodeproxy.ReadyCheck{{Name: "informers", Ready: d.idx.HasSynced}, {Name: "jwks", Ready: d.fetcher.Ready}}
 	o.Activity = d.tracker
-	o.JWKSRefreshed = d.fetcher.LastRefresh
+	o.JWKSRefreshed, o.JWKSPublished = d.fetcher.LastRefresh, d.fetcher.Published
 	o.Logger, o.Registerer, o.Gatherer = log, d.reg, d.reg
 	if err := d.listen(deps.Listener); err != nil {
 		return err

@@ -124,7 +124,7 @@ func (c *Config) settings() []settings.Setting {
 		settings.Var("jwks-url", "JWKS_URL", "JWKS of the session signing keys; empty means <AUTHAPI_URL>/.well-known/jwks.json", settings.String(&c.JWKSURL)),
 		settings.Var("issuer", "ISSUER", "required iss of session tokens", settings.String(&c.Issuer)),
 		settings.Var("audience", "AUDIENCE", "required aud of session tokens", settings.String(&c.Audience)),
-		settings.Var("jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid)", settings.Duration(&c.JWKSRefresh)),
+		settings.Var("jwks-refresh", "JWKS_REFRESH", "how often the JWKS is fetched again (also on an unknown kid, and when the auth API names another version)", settings.Duration(&c.JWKSRefresh)),
 		settings.Var("sa-token-file", "SA_TOKEN_FILE", "projected ServiceAccount token for the auth API's internal endpoints", settings.String(&c.SATokenFile)),
 		settings.Var("cookie-name", "COOKIE_NAME", "session cookie name; empty means dsh_gw_session, or __Host-dsh_gw_session when secure", settings.String(&c.CookieName)),
 		settings.Var("routing-mode", "ROUTING_MODE", "path: agents under /u/<user>/ on every host; subdomain: the agent of <user> on <user>.<USER_DOMAIN>, its own origin", settings.String(&c.RoutingMode)),
