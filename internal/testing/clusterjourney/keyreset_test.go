@@ -13,9 +13,11 @@ import (
 
 // signingKeysReset does what docs/api.md tells an operator to do after a
 // signing key leak, with the RBAC and wiring that ship: it annotates the
-// signing Secret, waits for a login signed by a new key, and checks
-// through both nodes that the new session is served and the session
-// signed before the reset is refused. It returns a with the new session.
+// signing Secret and checks through both nodes that the session signed
+// before the reset is refused before any token of a new key reaches them
+// (the auth API's answers to their activity reports name the new JWKS),
+// then waits for a login signed by a new key and checks that its session
+// is served on both. It returns a with the new session.
 func (j *journey) signingKeysReset(a account, nodes []int) account {
 	j.t.Helper()
 	old := a.cookie
@@ -23,6 +25,12 @@ func (j *journey) signingKeysReset(a account, nodes []int) account {
 	if out, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "annotate", "secret", "sandgate-authapi-signing-keys", "--overwrite",
 		"sandgate.io/reset-signing-keys="+time.Now().UTC().Format(time.RFC3339)); err != nil {
 		j.t.Fatalf("annotate the signing Secret: %v %s", err, out)
+	}
+	for _, i := range nodes {
+		testkit.Within(j.t, 30*time.Second, "the old key's session refused on "+j.e.Nodes[i], func() bool {
+			resp, _ := j.do(i, http.MethodGet, "/u/"+a.user+"/api/messages", "", map[string]string{"Cookie": old, "Accept": "application/json"})
+			return resp.StatusCode == http.StatusUnauthorized
+		})
 	}
 	testkit.Within(j.t, time.Minute, "a login signed by a new key", func() bool {
 		resp, body := j.do(nodes[0], http.MethodPost, "/login", `{"user":"`+a.user+`","token":"`+a.token+`"}`, map[string]string{
@@ -44,10 +52,6 @@ func (j *journey) signingKeysReset(a account, nodes []int) account {
 		testkit.Within(j.t, 30*time.Second, "the new key's session served on "+j.e.Nodes[i], func() bool {
 			resp, _ := j.do(i, http.MethodGet, "/u/"+a.user+"/api/messages", "", a.api(j, i, ""))
 			return resp.StatusCode == http.StatusOK
-		})
-		testkit.Within(j.t, 30*time.Second, "the old key's session refused on "+j.e.Nodes[i], func() bool {
-			resp, _ := j.do(i, http.MethodGet, "/u/"+a.user+"/api/messages", "", map[string]string{"Cookie": old, "Accept": "application/json"})
-			return resp.StatusCode == http.StatusUnauthorized
 		})
 	}
 	return a
