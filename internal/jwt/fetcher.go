@@ -45,6 +45,10 @@ type FetcherOptions struct {
 	Logger *slog.Logger
 	// Now is the clock for rate limiting; nil means time.Now.
 	Now func() time.Time
+	// OnReplaced, when set, runs after a fetch whose keys share no kid
+	// with the keys it replaces (a signing key reset; rotations always
+	// keep the signing key), on the fetching goroutine; it must not block.
+	OnReplaced func()
 }
 
 // Validate reports every problem with o at once and changes nothing.
@@ -69,6 +73,8 @@ type JWKSFetcher struct {
 	// refreshed is when the latest successful fetch stored its keys, in
 	// Unix nanoseconds; 0 before the first.
 	refreshed atomic.Int64
+	// replaced counts the fetches whose keys replaced every key before.
+	replaced atomic.Uint64
 
 	mu       sync.Mutex
 	ctx      context.Context // set by Start; bounds fetches
@@ -181,6 +187,10 @@ func (f *JWKSFetcher) LastRefresh() time.Time {
 	return time.Unix(0, n)
 }
 
+// Replaced counts the fetches whose keys shared no kid with the keys they
+// replaced: the signing key resets this fetcher has seen.
+func (f *JWKSFetcher) Replaced() uint64 { return f.replaced.Load() }
+
 // PublicKey returns the key named kid. For an unknown kid it refreshes the
 // set first, unless a fetch started less than MinRefreshInterval ago;
 // concurrent callers share one fetch.
@@ -266,7 +276,24 @@ func (f *JWKSFetcher) fetch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.keys.Store(&fetched{keys: set, version: JWKSVersion(body)})
+	prev := f.keys.Swap(&fetched{keys: set, version: JWKSVersion(body)})
 	f.refreshed.Store(f.opts.Now().UnixNano())
+	if prev != nil && disjoint(prev.keys, set) {
+		f.replaced.Add(1)
+		f.log.Warn("every signing key was replaced (a key reset): sessions of the old keys end", "keys", len(set))
+		if f.opts.OnReplaced != nil {
+			f.opts.OnReplaced()
+		}
+	}
 	return nil
+}
+
+// disjoint reports whether a and b have no kid in common.
+func disjoint(a, b KeySet) bool {
+	for kid := range b {
+		if _, ok := a[kid]; ok {
+			return false
+		}
+	}
+	return true
 }

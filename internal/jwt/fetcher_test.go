@@ -242,15 +242,18 @@ func TestVerifierWithFetcher(t *testing.T) {
 
 // TestFetcherRefetchesWhenAnotherVersionIsPublished: between its periodic
 // refreshes the fetcher fetches again when it is told of a JWKS version
-// other than the one it holds (after a key reset, say), and not for its
-// own version or an empty one.
+// other than the one it holds, and not for its own version or an empty
+// one. A rotation's new set keeps the signing key; a reset's shares no kid
+// with the old set, and only that counts as replaced (OnReplaced runs).
 func TestFetcherRefetchesWhenAnotherVersionIsPublished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ring := NewKeyRing(time.Now())
 		srv := &jwksServer{ring: ring}
+		var onReplaced atomic.Int32
 		f, err := NewJWKSFetcher(FetcherOptions{
 			URL: "http://jwks.test/", Client: inMemory(srv), RefreshInterval: time.Hour,
-			Header: func(h http.Header) { h.Set("Authorization", "Bearer node") },
+			Header:     func(h http.Header) { h.Set("Authorization", "Bearer node") },
+			OnReplaced: func() { onReplaced.Add(1) },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -262,35 +265,51 @@ func TestFetcherRefetchesWhenAnotherVersionIsPublished(t *testing.T) {
 		if !f.Ready() {
 			t.Fatal("not Ready after the first fetch")
 		}
-
-		doc, err := ring.JWKS()
-		if err != nil {
-			t.Fatal(err)
+		publish := func(doc []byte) {
+			t.Helper()
+			srv.body.Store(new(string(doc)))
+			time.Sleep(defaultMinRefreshInterval) // fake time: the fetches' rate limit has passed
+			f.Published(JWKSVersion(doc))
+			synctest.Wait()
 		}
-		f.Published(JWKSVersion(doc))
+		jwks := func(r *KeyRing) []byte {
+			t.Helper()
+			doc, err := r.JWKS()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return doc
+		}
+
+		publish(jwks(ring))
 		f.Published("")
 		synctest.Wait()
 		if n := srv.requests.Load(); n != 1 {
 			t.Fatalf("%d fetches after the loaded version and the empty one were published, want 1", n)
 		}
 
-		fresh := NewKeyRing(time.Now())
-		reset, err := fresh.JWKS()
-		if err != nil {
-			t.Fatal(err)
+		staged := ring.Rotate(time.Now())
+		publish(jwks(ring))
+		if _, ok := f.lookup(staged); !ok || srv.requests.Load() != 2 {
+			t.Fatalf("after a rotation's version was published: staged key loaded %v, %d fetches, want 2", ok, srv.requests.Load())
 		}
-		srv.body.Store(new(string(reset)))
-		time.Sleep(defaultMinRefreshInterval) // fake time: the fetches' rate limit has passed
-		f.Published(JWKSVersion(reset))
-		synctest.Wait()
-		if n := srv.requests.Load(); n != 2 {
-			t.Fatalf("%d fetches after another version was published, want 2", n)
+		if f.Replaced() != 0 || onReplaced.Load() != 0 {
+			t.Fatalf("a rotation counted as a replaced key set (%d, OnReplaced %d times)", f.Replaced(), onReplaced.Load())
+		}
+
+		fresh := NewKeyRing(time.Now())
+		publish(jwks(fresh))
+		if n := srv.requests.Load(); n != 3 {
+			t.Fatalf("%d fetches after a reset's version was published, want 3", n)
 		}
 		if _, ok := f.lookup(fresh.signingKey().id); !ok {
-			t.Error("the new version's key is not loaded")
+			t.Error("the new key is not loaded")
 		}
 		if _, ok := f.lookup(ring.signingKey().id); ok {
 			t.Error("the replaced key is still loaded")
+		}
+		if f.Replaced() != 1 || onReplaced.Load() != 1 {
+			t.Errorf("after a reset: Replaced %d, OnReplaced ran %d times; want 1 and 1", f.Replaced(), onReplaced.Load())
 		}
 	})
 }

@@ -148,6 +148,7 @@ func (p *Proxy) authenticate(cred credentials, rules sessionRules, user string, 
 var (
 	errOtherUser = errors.New("session belongs to another user")
 	errEnded     = errors.New("session revoked or past its maximum age")
+	errReplaced  = errors.New("session signed by a key the signing key reset replaced")
 )
 
 // checkBearer is the bearer token's rule: the account exists and its

@@ -94,6 +94,8 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 // reaches it and its periodic JWKS refresh is minutes away: the auth API
 // names the JWKS it serves in its answers to the node proxies' activity
 // reports, and a node proxy holding another version fetches it again.
+// The session's open WebSockets end with 4401 then, on the pod's node and
+// through a hop; a bearer token's socket stays open.
 func TestE2EKeyResetReachesEveryNodeProxy(t *testing.T) {
 	p := startPlatform(t)
 	alice := p.signup(0, "alice")
@@ -103,6 +105,13 @@ func TestE2EKeyResetReachesEveryNodeProxy(t *testing.T) {
 		if body := readAll(t, resp); resp.StatusCode != http.StatusOK {
 			t.Fatalf("alice via %s before the reset: %d %s", n.name, resp.StatusCode, body)
 		}
+	}
+
+	home := p.podNode("alice")
+	local, hopped := p.dialWS(t, home, "alice", alice.session), p.dialWS(t, 1-home, "alice", alice.session)
+	bearer := p.dialBearerWS(t, home, "alice", alice.bearer)
+	for _, c := range []*websocket.Conn{local, hopped, bearer} {
+		wsEcho(t, c, "before the reset")
 	}
 
 	secrets := p.kube.CoreV1().Secrets(p.ns)
@@ -128,6 +137,12 @@ func TestE2EKeyResetReachesEveryNodeProxy(t *testing.T) {
 		})
 	}
 	t.Logf("both node proxies refused the old session %v after the reset", time.Since(reset).Round(time.Millisecond))
+	for name, c := range map[string]*websocket.Conn{"on the pod's node": local, "through a hop": hopped} {
+		if got := closeCode(t, c); got != closeUnauthenticated {
+			t.Errorf("alice's cookie socket %s after the reset: close %d, want %d", name, got, closeUnauthenticated)
+		}
+	}
+	wsEcho(t, bearer, "alice's API client after the reset")
 }
 
 // signupUnseen signs user up through node i's proxy and waits until the

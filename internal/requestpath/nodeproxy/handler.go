@@ -46,6 +46,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 
+	keySets := p.opts.KeySetsReplaced()
 	id, entry, err := p.auth(ctx, x)
 	if err != nil {
 		if x.route.origin != "" && navigation(ctx, x) && errors.Is(err, ErrUnauthenticated) {
@@ -55,7 +56,7 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		p.fail(ctx, x, err)
 		return
 	}
-	holdSession(x, id)
+	holdSession(x, id, keySets)
 	if err := p.acquire(x); err != nil {
 		p.fail(ctx, x, err)
 		return

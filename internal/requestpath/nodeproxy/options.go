@@ -241,6 +241,11 @@ type Options struct {
 	// verifier's key set follows a key reset within a report interval;
 	// nil ignores it.
 	JWKSPublished func(version string)
+	// KeySetsReplaced counts the times the verifier's key set was
+	// replaced entirely (a signing key reset; jwt.JWKSFetcher.Replaced).
+	// An open WebSocket or stream of a session cookie verified under an
+	// older count ends; call Proxy.KeysReplaced when it grows. Nil counts 0.
+	KeySetsReplaced func() uint64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// afterFunc starts the timers of open connections' sessions (their
@@ -396,6 +401,9 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.RetryAfter, DefaultRetryAfter)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	defaults.Clock(&o.Now)
+	if o.KeySetsReplaced == nil {
+		o.KeySetsReplaced = func() uint64 { return 0 }
+	}
 	if o.afterFunc == nil {
 		o.afterFunc = afterFunc
 	}

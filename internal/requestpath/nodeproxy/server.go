@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sandgate/sandgate/internal/deadlineconn"
+	"github.com/sandgate/sandgate/internal/openset"
 )
 
 // Proxy is the node proxy. Build it with New, run it with Serve. It is
@@ -50,6 +51,8 @@ type Proxy struct {
 	dialer   *websocket.Dialer
 	sockets  *wsRegistry
 	streams  *streamRegistry
+	// watches are the open WebSockets' and streams' session watches.
+	watches openset.Set[*sessionWatch]
 	// accounts is the Directory as an AccountWatcher, or nil.
 	accounts AccountWatcher
 

@@ -26,18 +26,23 @@ type heldSession struct {
 	method string     // methodCookie or methodBearer
 	claims jwt.Claims // a session's id, epoch and auth time
 	bearer string     // an API client's token
+	// keySets is Options.KeySetsReplaced as it was before the session
+	// was verified.
+	keySets uint64
 }
 
-// holdSession remembers what x authenticated with.
-func holdSession(x *exchange, id identity) {
-	x.session = heldSession{user: x.route.user, method: id.method, claims: id.claims, bearer: id.bearer}
+// holdSession remembers what x authenticated with; keySets is the count of
+// replaced key sets read before it was verified.
+func holdSession(x *exchange, id identity, keySets uint64) {
+	x.session = heldSession{user: x.route.user, method: id.method, claims: id.claims, bearer: id.bearer, keySets: keySets}
 }
 
 // recheck applies the request path's rules (checkBearer, sessionLive) to
 // s again, against the account as the Directory holds it now. The token's
 // own expiry is not checked: requests renew a session, and a connection
 // outlives many renewals; revocation, a raised epoch, a new claim (recreate),
-// a deleted account, a rotated bearer token and the maximum age end it.
+// a deleted account, a rotated bearer token, the maximum age and a signing
+// key reset (a session cookie's keys replaced) end it.
 func (p *Proxy) recheck(s heldSession) error {
 	entry, err := p.opts.Directory.Lookup(s.user)
 	switch s.method {
@@ -47,6 +52,8 @@ func (p *Proxy) recheck(s heldSession) error {
 		switch {
 		case err != nil:
 			return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		case s.keySets != p.opts.KeySetsReplaced():
+			return fmt.Errorf("%w: %w", ErrUnauthenticated, errReplaced)
 		case !p.sessionLive(entry.Account, s.claims, p.opts.Now()):
 			return fmt.Errorf("%w: %w", ErrUnauthenticated, errEnded)
 		}
@@ -90,6 +97,7 @@ func (p *Proxy) watchSession(x *exchange, kind string, end func()) *sessionWatch
 		return nil
 	}
 	w := &sessionWatch{p: p, s: x.session, kind: kind, end: end}
+	p.watches.Add(w)
 	if p.accounts != nil {
 		stop := p.accounts.WatchAccount(w.s.user, w.check)
 		w.mu.Lock()
@@ -101,6 +109,17 @@ func (p *Proxy) watchSession(x *exchange, kind string, end func()) *sessionWatch
 	}
 	w.check()
 	return w
+}
+
+// KeysReplaced checks every open WebSocket's and stream's session again
+// once Options.KeySetsReplaced has grown, so those of session cookies
+// verified with the replaced keys end (with 4401) within the node proxy's
+// JWKS fetch of a signing key reset; the verifier's key source calls it
+// (jwt.FetcherOptions.OnReplaced).
+func (p *Proxy) KeysReplaced() {
+	for _, w := range p.watches.Members() {
+		w.check()
+	}
 }
 
 // check ends the connection if the session no longer passes.
@@ -145,7 +164,11 @@ func (w *sessionWatch) stop() {
 	w.over.Store(true)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
 	w.stopped = true
+	w.p.watches.Remove(w)
 	if w.stopWatch != nil {
 		w.stopWatch()
 	}

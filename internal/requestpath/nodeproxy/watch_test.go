@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,4 +261,61 @@ func TestStreamEndsWithItsSession(t *testing.T) {
 		t.Errorf("auth_total{method=cookie,result=ended} = %v, want 1", n)
 	}
 	testkit.Eventually(t, "alice's stream released", func() bool { return h.nodes["node-a"].proxy.streams.Len() == 1 })
+}
+
+// TestOpenConnectionsEndWhenTheKeysAreReplaced: after a signing key reset
+// reaches the node proxy (its key sets replaced once more), every open
+// WebSocket and stream of a session cookie verified before it ends with
+// 4401; a bearer token's socket, which no signing key vouches for, and a
+// cookie socket opened after the reset stay open.
+func TestOpenConnectionsEndWhenTheKeysAreReplaced(t *testing.T) {
+	var replaced atomic.Uint64
+	h := newHarness(t, harnessOpts{appEvents: 20 * time.Millisecond, modify: func(o *Options) { o.KeySetsReplaced = replaced.Load }})
+	for _, u := range []string{"alice", "bob", "carol"} {
+		h.addUser(u, "node-a")
+	}
+	dial := func(user string, hdr http.Header) *websocket.Conn {
+		t.Helper()
+		c, resp, err := h.dialWS("node-a", "/u/"+user+"/api/ws", hdr)
+		if err != nil {
+			t.Fatalf("dial %s: %v (%v)", user, err, resp)
+		}
+		echoes(t, c, "hello "+user)
+		return c
+	}
+	alice := dial("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
+	bob := dial("bob", http.Header{"Authorization": {"Bearer tok-bob"}})
+	resp := h.get("node-a", "/u/carol/api/events", map[string]string{"Cookie": cookie(h.session("carol"))})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("carol's events: %d", resp.StatusCode)
+	}
+	carol := bufio.NewReader(resp.Body)
+	if _, _, err := readEvent(carol); err != nil {
+		t.Fatalf("carol's first event: %v", err)
+	}
+	proxy := h.nodes["node-a"].proxy
+
+	proxy.KeysReplaced()
+	echoes(t, alice, "still open: the keys were not replaced")
+
+	replaced.Add(1)
+	proxy.KeysReplaced()
+	if got := closeCode(t, alice); got != closeUnauthenticated {
+		t.Errorf("alice's cookie socket after the reset: close %d, want %d", got, closeUnauthenticated)
+	}
+	for {
+		if _, _, err := readEvent(carol); err != nil {
+			break
+		}
+	}
+	echoes(t, bob, "bob's bearer socket after the reset")
+	after := dial("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
+	proxy.KeysReplaced()
+	echoes(t, after, "a session verified after the reset")
+	if n := h.endedCount(methodCookie); n != 2 {
+		t.Errorf("auth_total{method=cookie,result=ended} = %v, want 2 (alice's socket, carol's stream)", n)
+	}
+	after.Close()
+	bob.Close()
+	testkit.Eventually(t, "every watch released", func() bool { return proxy.watches.Len() == 0 })
 }

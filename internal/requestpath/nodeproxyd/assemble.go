@@ -122,7 +122,12 @@ func (d *Daemon) assemble(deps Deps) error {
 	}
 
 	var err error
-	if d.fetcher, err = jwt.NewJWKSFetcher(jwt.FetcherOptions{URL: c.jwksURL(), RefreshInterval: c.JWKSRefresh, Logger: log}); err != nil {
+	// A key set can only be replaced by a fetch after the first, and the
+	// first happens in Run or for a request, once d.proxy is set.
+	if d.fetcher, err = jwt.NewJWKSFetcher(jwt.FetcherOptions{
+		URL: c.jwksURL(), RefreshInterval: c.JWKSRefresh, Logger: log,
+		OnReplaced: func() { d.proxy.KeysReplaced() },
+	}); err != nil {
 		return err
 	}
 	o := c.proxyOptions()
@@ -156,7 +161,7 @@ func (d *Daemon) assemble(deps Deps) error {
 	o.Directory, o.Peers, o.Waiter = d.idx, d.idx, d.idx
 	o.ReadyChecks = []nodeproxy.ReadyCheck{{Name: "informers", Ready: d.idx.HasSynced}, {Name: "jwks", Ready: d.fetcher.Ready}}
 	o.Activity = d.tracker
-	o.JWKSRefreshed, o.JWKSPublished = d.fetcher.LastRefresh, d.fetcher.Published
+	o.JWKSRefreshed, o.JWKSPublished, o.KeySetsReplaced = d.fetcher.LastRefresh, d.fetcher.Published, d.fetcher.Replaced
 	o.Logger, o.Registerer, o.Gatherer = log, d.reg, d.reg
 	if err := d.listen(deps.Listener); err != nil {
 		return err
