@@ -87,6 +87,18 @@ func echoes(t *testing.T, c *websocket.Conn, msg string) {
 	}
 }
 
+// openWS dials user's agent WebSocket through node-a with hdr and checks
+// that it echoes.
+func (h *harness) openWS(user string, hdr http.Header) *websocket.Conn {
+	h.t.Helper()
+	c, resp, err := h.dialWS("node-a", "/u/"+user+"/api/ws", hdr)
+	if err != nil {
+		h.t.Fatalf("dial %s: %v (%v)", user, err, resp)
+	}
+	echoes(h.t, c, "hello "+user)
+	return c
+}
+
 // TestWebSocketEndsWithItsSession: an open WebSocket is closed with 4401
 // (and its upstream side closed) as soon as the account change that ends
 // its session reaches the directory, or at the session's maximum age;
@@ -99,19 +111,10 @@ func TestWebSocketEndsWithItsSession(t *testing.T) {
 	for _, u := range users {
 		h.addUser(u, "node-a")
 	}
-	dial := func(user string, hdr http.Header) *websocket.Conn {
-		t.Helper()
-		c, resp, err := h.dialWS("node-a", "/u/"+user+"/api/ws", hdr)
-		if err != nil {
-			t.Fatalf("dial %s: %v (%v)", user, err, resp)
-		}
-		echoes(t, c, "hello "+user)
-		return c
-	}
 	withSession := func(user string) (*websocket.Conn, string) {
 		t.Helper()
 		sid := h.sessionID(user)
-		return dial(user, http.Header{"Cookie": {cookie(h.sessionOf(user, sid))}}), sid
+		return h.openWS(user, http.Header{"Cookie": {cookie(h.sessionOf(user, sid))}}), sid
 	}
 	expect4401 := func(what string, c *websocket.Conn) {
 		t.Helper()
@@ -160,7 +163,7 @@ func TestWebSocketEndsWithItsSession(t *testing.T) {
 			var sid string
 			if tc.bearer {
 				method = methodBearer
-				c = dial(tc.user, http.Header{"Authorization": {"Bearer tok-" + tc.user}})
+				c = h.openWS(tc.user, http.Header{"Authorization": {"Bearer tok-" + tc.user}})
 			} else {
 				c, sid = withSession(tc.user)
 			}
@@ -274,17 +277,8 @@ func TestOpenConnectionsEndWhenTheKeysAreReplaced(t *testing.T) {
 	for _, u := range []string{"alice", "bob", "carol"} {
 		h.addUser(u, "node-a")
 	}
-	dial := func(user string, hdr http.Header) *websocket.Conn {
-		t.Helper()
-		c, resp, err := h.dialWS("node-a", "/u/"+user+"/api/ws", hdr)
-		if err != nil {
-			t.Fatalf("dial %s: %v (%v)", user, err, resp)
-		}
-		echoes(t, c, "hello "+user)
-		return c
-	}
-	alice := dial("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
-	bob := dial("bob", http.Header{"Authorization": {"Bearer tok-bob"}})
+	alice := h.openWS("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
+	bob := h.openWS("bob", http.Header{"Authorization": {"Bearer tok-bob"}})
 	resp := h.get("node-a", "/u/carol/api/events", map[string]string{"Cookie": cookie(h.session("carol"))})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("carol's events: %d", resp.StatusCode)
@@ -309,7 +303,7 @@ func TestOpenConnectionsEndWhenTheKeysAreReplaced(t *testing.T) {
 		}
 	}
 	echoes(t, bob, "bob's bearer socket after the reset")
-	after := dial("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
+	after := h.openWS("alice", http.Header{"Cookie": {cookie(h.session("alice"))}})
 	proxy.KeysReplaced()
 	echoes(t, after, "a session verified after the reset")
 	if n := h.endedCount(methodCookie); n != 2 {
