@@ -39,37 +39,42 @@ func (j *journey) sse(i int, a account, n int) {
 	}
 }
 
+// dialWS opens a's agent WebSocket through node i with its session
+// cookie; reads on it time out after 30 s.
+func (j *journey) dialWS(i int, a account) *websocket.Conn {
+	j.t.Helper()
+	d := websocket.Dialer{TLSClientConfig: j.tls, HandshakeTimeout: 30 * time.Second}
+	url := "wss" + strings.TrimPrefix(j.origin(i), "https") + "/u/" + a.user + "/api/ws"
+	c, resp, err := d.Dial(url, http.Header{"Cookie": {a.cookie}, "Origin": {j.origin(i)}})
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		j.t.Fatalf("WebSocket on %s: %v (status %d)", j.e.Nodes[i], err, status)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	return c
+}
+
+// readText reads c's next message that is not one of the app's ticks.
+func readText(c *websocket.Conn) (string, error) {
+	for {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			return "", err
+		}
+		if !strings.HasPrefix(string(msg), "tick ") {
+			return string(msg), nil
+		}
+	}
+}
+
 // websocket checks echo and both ways of closing through node i: the
 // app's close code reaches the client, and the client's close is answered.
 func (j *journey) websocket(i int, a account) {
 	j.t.Helper()
-	dial := func() *websocket.Conn {
-		d := websocket.Dialer{TLSClientConfig: j.tls, HandshakeTimeout: 30 * time.Second}
-		url := "wss" + strings.TrimPrefix(j.origin(i), "https") + "/u/alice/api/ws"
-		c, resp, err := d.Dial(url, http.Header{"Cookie": {a.cookie}, "Origin": {j.origin(i)}})
-		if err != nil {
-			status := 0
-			if resp != nil {
-				status = resp.StatusCode
-			}
-			j.t.Fatalf("WebSocket on %s: %v (status %d)", j.e.Nodes[i], err, status)
-		}
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		return c
-	}
-	readText := func(c *websocket.Conn) (string, error) {
-		for {
-			_, msg, err := c.ReadMessage()
-			if err != nil {
-				return "", err
-			}
-			if !strings.HasPrefix(string(msg), "tick ") {
-				return string(msg), nil
-			}
-		}
-	}
-
-	c := dial()
+	c := j.dialWS(i, a)
 	if err := c.WriteMessage(websocket.TextMessage, []byte("hello "+j.e.Nodes[i])); err != nil {
 		j.t.Fatalf("WebSocket write on %s: %v", j.e.Nodes[i], err)
 	}
@@ -86,7 +91,7 @@ func (j *journey) websocket(i int, a account) {
 	}
 	c.Close()
 
-	c = dial()
+	c = j.dialWS(i, a)
 	defer c.Close()
 	if err := c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye")); err != nil {
 		j.t.Fatalf("WebSocket close on %s: %v", j.e.Nodes[i], err)
