@@ -108,7 +108,7 @@ func TestJourney(t *testing.T) {
 	j.leaderKilledWhileActive(a, other)
 	done()
 
-	done = j.step("signing keys reset by the operator's annotation: old session refused, new login served, on both nodes")
+	done = j.step("signing keys reset by the operator's annotation: old session refused and its WebSockets closed, new login served, on both nodes")
 	a = j.signingKeysReset(a, []int{pod, other})
 	done()
 
