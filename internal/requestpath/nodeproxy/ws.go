@@ -273,14 +273,22 @@ func (b *bridge) ended(dst *websocket.Conn, fromClient bool, err error) {
 // kill drops both connections at once, ending both pumps, unless the
 // bridge has ended meanwhile.
 func (b *bridge) kill() {
+	b.end(func() {
+		ownConn(b.client).Close()
+		b.upstream.NetConn().Close()
+	})
+}
+
+// end runs shut once the bridge is closing, unless it has ended
+// meanwhile.
+func (b *bridge) end(shut func()) {
 	b.life.Lock()
 	defer b.life.Unlock()
 	if b.over {
 		return
 	}
 	b.closing.Store(true)
-	ownConn(b.client).Close()
-	b.upstream.NetConn().Close()
+	shut()
 }
 
 // ownConn is c's network connection. fasthttp's hijacked connection
@@ -301,37 +309,28 @@ func ownConn(c *websocket.Conn) net.Conn {
 // goingAway closes both sides with 1001, for shutdown, unless the bridge
 // has ended meanwhile.
 func (b *bridge) goingAway() {
-	b.life.Lock()
-	defer b.life.Unlock()
-	if b.over {
-		return
-	}
-	b.closing.Store(true)
-	b.toClient.CompareAndSwap(0, websocket.CloseGoingAway)
-	msg := closeMessage(websocket.CloseGoingAway, "server shutting down")
-	deadline := time.Now().Add(closeWait)
-	b.client.WriteControl(websocket.CloseMessage, msg, deadline)
-	b.upstream.WriteControl(websocket.CloseMessage, msg, deadline)
-	b.client.SetReadDeadline(deadline)
-	b.upstream.SetReadDeadline(deadline)
+	b.closeWith(websocket.CloseGoingAway, "server shutting down", "server shutting down")
 }
 
 // sessionEnded closes the client's side with 4401 and the upstream's with
 // 1001, as goingAway does, once the session the socket was opened with
 // has ended, unless the bridge has ended meanwhile.
 func (b *bridge) sessionEnded() {
-	b.life.Lock()
-	defer b.life.Unlock()
-	if b.over {
-		return
-	}
-	b.closing.Store(true)
-	b.toClient.CompareAndSwap(0, closeUnauthenticated)
-	deadline := time.Now().Add(closeWait)
-	b.client.WriteControl(websocket.CloseMessage, closeMessage(closeUnauthenticated, "session ended, sign in again"), deadline)
-	b.upstream.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, "session ended"), deadline)
-	b.client.SetReadDeadline(deadline)
-	b.upstream.SetReadDeadline(deadline)
+	b.closeWith(closeUnauthenticated, "session ended, sign in again", "session ended")
+}
+
+// closeWith sends the client a close frame with code and clientText, the
+// upstream one with 1001 and upstreamText, and gives both closeWait to
+// answer, unless the bridge has ended meanwhile.
+func (b *bridge) closeWith(code int, clientText, upstreamText string) {
+	b.end(func() {
+		b.toClient.CompareAndSwap(0, int32(code))
+		deadline := time.Now().Add(closeWait)
+		b.client.WriteControl(websocket.CloseMessage, closeMessage(code, clientText), deadline)
+		b.upstream.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, upstreamText), deadline)
+		b.client.SetReadDeadline(deadline)
+		b.upstream.SetReadDeadline(deadline)
+	})
 }
 
 // wsRegistry tracks open bridges so shutdown can close them with 1001 and
