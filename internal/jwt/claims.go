@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"time"
 
 	gojwt "github.com/golang-jwt/jwt/v5"
@@ -120,32 +121,20 @@ func (w *wireClaims) GetAudience() (gojwt.ClaimStrings, error) {
 	return gojwt.ClaimStrings{w.Audience}, nil
 }
 
-var (
-	errNoSubject  = errors.New("missing sub")
-	errNoSession  = errors.New("missing sid")
-	errNoIssuedAt = errors.New("missing iat")
-	errNoAuthTime = errors.New("missing auth_time")
-	errNoEpoch    = errors.New("missing epoch")
-)
-
 // Validate implements gojwt.ClaimsValidator: the claims every session token
 // carries. gojwt itself checks exp, iat, iss and aud.
 func (w *wireClaims) Validate() error {
 	var errs []error
-	if w.Subject == "" {
-		errs = append(errs, errNoSubject)
-	}
-	if w.SessionID == "" {
-		errs = append(errs, errNoSession)
-	}
-	if w.IssuedAt == 0 {
-		errs = append(errs, errNoIssuedAt)
-	}
-	if w.AuthTime == 0 {
-		errs = append(errs, errNoAuthTime)
-	}
-	if w.Epoch == nil {
-		errs = append(errs, errNoEpoch)
+	for _, c := range []struct {
+		name    string
+		missing bool
+	}{
+		{"sub", w.Subject == ""}, {"sid", w.SessionID == ""}, {"iat", w.IssuedAt == 0},
+		{"auth_time", w.AuthTime == 0}, {"epoch", w.Epoch == nil},
+	} {
+		if c.missing {
+			errs = append(errs, fmt.Errorf("%w: %s", gojwt.ErrTokenRequiredClaimMissing, c.name))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -224,7 +224,6 @@ var claimErrors = []error{
 	gojwt.ErrTokenUsedBeforeIssued,
 	gojwt.ErrTokenRequiredClaimMissing,
 	gojwt.ErrTokenNotValidYet,
-	errNoSubject, errNoSession, errNoIssuedAt, errNoAuthTime, errNoEpoch,
 }
 
 // classify maps a gojwt error onto exactly one of our sentinels. Errors from
