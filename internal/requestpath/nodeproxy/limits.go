@@ -14,49 +14,62 @@ const inFlightShards = 32
 type inFlight struct {
 	max    int
 	seed   maphash.Seed
-	shards [inFlightShards]struct {
-		mu sync.Mutex
-		n  map[string]int
-	}
+	shards [inFlightShards]capped[string]
 	bodies *bodyBudget
 }
 
 func newInFlight(max int) *inFlight {
-	l := &inFlight{max: max, seed: maphash.MakeSeed(), bodies: newBodyBudget(authAPIClientBytes, authAPIBufferedBytes)}
-	for i := range l.shards {
-		l.shards[i].n = make(map[string]int)
-	}
-	return l
+	return &inFlight{max: max, seed: maphash.MakeSeed(), bodies: newBodyBudget(authAPIClientBytes, authAPIBufferedBytes)}
+}
+
+func (l *inFlight) shard(user string) *capped[string] {
+	return &l.shards[maphash.String(l.seed, user)%inFlightShards]
 }
 
 // acquire takes a slot for user, or reports false when all are taken.
-func (l *inFlight) acquire(user string) bool {
-	s := &l.shards[maphash.String(l.seed, user)%inFlightShards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n[user] >= l.max {
+func (l *inFlight) acquire(user string) bool { return l.shard(user).take(user, l.max) }
+
+// release gives back a slot acquire took.
+func (l *inFlight) release(user string) { l.shard(user).give(user) }
+
+// count returns user's slots in use.
+func (l *inFlight) count(user string) int { return l.shard(user).count(user) }
+
+// capped counts what each key holds, up to a maximum; a key that holds
+// nothing is forgotten. The zero value is ready to use.
+type capped[K comparable] struct {
+	mu sync.Mutex
+	n  map[K]int
+}
+
+// take counts one more for key, or reports false when key holds max.
+func (c *capped[K]) take(key K, max int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] >= max {
 		return false
 	}
-	s.n[user]++
+	if c.n == nil {
+		c.n = make(map[K]int)
+	}
+	c.n[key]++
 	return true
 }
 
-// release gives back a slot acquire took.
-func (l *inFlight) release(user string) {
-	s := &l.shards[maphash.String(l.seed, user)%inFlightShards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n[user] <= 1 {
-		delete(s.n, user)
+// give gives back one that take counted.
+func (c *capped[K]) give(key K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] <= 1 {
+		delete(c.n, key)
 		return
 	}
-	s.n[user]--
+	c.n[key]--
 }
 
-// count returns user's slots in use.
-func (l *inFlight) count(user string) int {
-	s := &l.shards[maphash.String(l.seed, user)%inFlightShards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n[user]
+// count returns what key holds.
+func (c *capped[K]) count(key K) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
 }

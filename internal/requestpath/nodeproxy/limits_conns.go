@@ -3,7 +3,6 @@ package nodeproxy
 import (
 	"net"
 	"net/netip"
-	"sync"
 
 	"github.com/sandgate/sandgate/internal/clientaddr"
 )
@@ -19,13 +18,11 @@ const maxConnsPerClient = 256
 type connLimit struct {
 	max    int
 	exempt func(netip.Addr) bool
-
-	mu sync.Mutex
-	n  map[netip.Prefix]int
+	open   capped[netip.Prefix]
 }
 
 func newConnLimit(max int, exempt func(netip.Addr) bool) *connLimit {
-	return &connLimit{max: max, exempt: exempt, n: make(map[netip.Prefix]int)}
+	return &connLimit{max: max, exempt: exempt}
 }
 
 // acquire counts a connection from remote and reports whether it may stay
@@ -40,25 +37,14 @@ func (l *connLimit) acquire(remote net.Addr) (key netip.Prefix, counted, ok bool
 		return netip.Prefix{}, false, true
 	}
 	key = clientaddr.Key(addr)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n[key] >= l.max {
+	if !l.open.take(key, l.max) {
 		return key, false, false
 	}
-	l.n[key]++
 	return key, true, true
 }
 
 // release forgets a connection acquire counted.
-func (l *connLimit) release(key netip.Prefix) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n[key] <= 1 {
-		delete(l.n, key)
-		return
-	}
-	l.n[key]--
-}
+func (l *connLimit) release(key netip.Prefix) { l.open.give(key) }
 
 // newClientListener is newListener with at most maxConnsPerClient
 // connections open per client address; past it a new connection is closed
