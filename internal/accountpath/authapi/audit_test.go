@@ -50,7 +50,7 @@ func TestEveryAccountActionIsAuditedOnce(t *testing.T) {
 		for _, c := range resp.Cookies() {
 			secrets = append(secrets, c.Value)
 		}
-		var out signupResponse
+		var out accountResponse
 		if json.Unmarshal([]byte(body), &out) == nil && out.Token != "" {
 			secrets = append(secrets, out.Token)
 		}
@@ -59,7 +59,7 @@ func TestEveryAccountActionIsAuditedOnce(t *testing.T) {
 	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
 	token, ck := in.signupJSON(t, "alice")
 	secrets = append(secrets, token, ck.Value)
-	var rotated, dave signupResponse
+	var rotated, dave accountResponse
 	proxyTok := saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)
 	secrets = append(secrets, proxyTok, "wrong-token-never-logged")
 

@@ -7,13 +7,6 @@ import (
 	"github.com/sandgate/sandgate/internal/account"
 )
 
-// loginResponse is the JSON answer to a login.
-type loginResponse struct {
-	User  string `json:"user"`
-	State string `json:"state"`
-	URL   string `json:"url"`
-}
-
 // handleLogin exchanges a bearer token (Authorization header, or the token
 // field of a form or JSON body, with an optional user) for a session cookie.
 // The rate limit has already run.
@@ -34,7 +27,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		seeOther(w, r, agentPath(a.User))
 		return
 	}
-	writeJSON(w, http.StatusOK, loginResponse{User: a.User, State: s.claims.state(r.Context(), s.claims.get(a.User)), URL: agentPath(a.User)})
+	writeJSON(w, http.StatusOK, accountResponse{User: a.User, State: s.claims.state(r.Context(), s.claims.get(a.User)), URL: agentPath(a.User)})
 }
 
 func (s *Server) readLogin(w http.ResponseWriter, r *http.Request) (account.Account, error) {

@@ -37,7 +37,7 @@ func TestLoginVariants(t *testing.T) {
 				t.Errorf("Location %q", resp.Header.Get("Location"))
 			}
 			if tc.code == 200 {
-				var out loginResponse
+				var out accountResponse
 				mustJSON(t, body, &out)
 				if out.User != "alice" || out.URL != "/u/alice/" || out.State != StateReady {
 					t.Errorf("answer %+v", out)

@@ -19,7 +19,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 	in := e.start(t, func(o *Options) { o.InviteCode = invite })
 	inv := map[string]string{"X-Signup-Invite": invite}
 	resp, body := in.do(t, req{method: "POST", path: "/users", json: `{"user":"alice"}`, header: inv})
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	secrets := []string{invite, out.Token, cookie(resp, DefaultCookieName).Value}
 	resp, page := in.do(t, req{method: "POST", path: "/users", form: url.Values{"user": {"bob"}, "invite": {invite}}, header: in.origin()})

@@ -174,7 +174,7 @@ func (in *instance) signupJSON(t *testing.T, user string) (string, *http.Cookie)
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("signup %s: %d %s", user, resp.StatusCode, body)
 	}
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	ck := cookie(resp, DefaultCookieName)
 	if out.Token == "" || ck == nil {

@@ -150,7 +150,7 @@ func TestRecreateHoldsTheNameAgainstSignups(t *testing.T) {
 	if got.code != http.StatusCreated {
 		t.Fatalf("recreate: %d %s", got.code, got.body)
 	}
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, got.body, &out)
 	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {

@@ -181,7 +181,7 @@ func TestRecreateEndsEverySessionAndReplacesTheToken(t *testing.T) {
 		t.Fatalf("recreate: %d %s", resp.StatusCode, body)
 	}
 	fresh := cookie(resp, DefaultCookieName)
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	if fresh == nil || out.Token == "" || out.Token == token {
 		t.Fatalf("recreate gave the caller no new session or no new token: %s", body)

@@ -53,7 +53,7 @@ func (s *Server) handleRotate(w http.ResponseWriter, r *http.Request) {
 		s.respondAccount(w, r, user, token, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, signupResponse{User: user, Token: token, State: s.claims.state(r.Context(), s.claims.get(user)), URL: agentPath(user)})
+	writeJSON(w, http.StatusOK, accountResponse{User: user, Token: token, State: s.claims.state(r.Context(), s.claims.get(user)), URL: agentPath(user)})
 }
 
 // raiseEpoch raises the session epoch on user's claim, which ends every

@@ -34,7 +34,7 @@ func TestRotateTokenKillsTheOldTokenAndEverySession(t *testing.T) {
 	}
 
 	resp, body := in.do(t, req{method: "POST", path: "/users/alice/token", header: map[string]string{"Authorization": "Bearer " + token}})
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	fresh := cookie(resp, DefaultCookieName)
 	if resp.StatusCode != http.StatusOK || out.Token == "" || out.Token == token || fresh == nil {

@@ -15,8 +15,9 @@ import (
 // tokenBytes is the entropy of a bearer token: 256 bits.
 const tokenBytes = 32
 
-// signupResponse is the JSON answer to a signup or recreate.
-type signupResponse struct {
+// accountResponse is the JSON answer to a signup, recreate, token rotation
+// or login; Token is there only where a new one was made.
+type accountResponse struct {
 	User  string `json:"user"`
 	Token string `json:"token,omitempty"`
 	State string `json:"state"`
@@ -95,7 +96,7 @@ func (s *Server) respondAccount(w http.ResponseWriter, r *http.Request, user, to
 	if ready {
 		code, state = http.StatusCreated, StateReady
 	}
-	writeJSON(w, code, signupResponse{User: user, Token: token, State: state, URL: agentPath(user)})
+	writeJSON(w, code, accountResponse{User: user, Token: token, State: state, URL: agentPath(user)})
 }
 
 // readSignup reads and checks a signup: body size, invite, user name (which

@@ -29,7 +29,7 @@ func TestSignupJSONCreatesTheAccountClaim(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("signup: %d %s", resp.StatusCode, body)
 	}
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	if out.User != "alice" || out.State != StateReady || out.URL != "/u/alice/" || len(out.Token) != 43 {
 		t.Errorf("signup answer %+v", out)
@@ -98,7 +98,7 @@ func TestSignupJSONWhileWakingIs202(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("signup: %d %s", resp.StatusCode, body)
 	}
-	var out signupResponse
+	var out accountResponse
 	mustJSON(t, body, &out)
 	if out.State != StateWaking || out.Token == "" || cookie(resp, DefaultCookieName) == nil {
 		t.Errorf("answer %+v", out)

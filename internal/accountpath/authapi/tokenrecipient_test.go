@@ -78,7 +78,7 @@ func TestNewTokenOnlyToANavigation(t *testing.T) {
 					if k.navigate {
 						shown = between(body, "<pre>", "</pre>")
 					} else if resp.StatusCode/100 == 2 {
-						var out signupResponse
+						var out accountResponse
 						mustJSON(t, body, &out)
 						shown = out.Token
 					}
