@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -25,21 +26,30 @@ const (
 	APIServerPort = 16443
 )
 
-// Addresses of the cluster. Nothing outside the bridge and the nodes'
-// namespaces carries them.
+// Addresses of the cluster, each derived from its range. Nothing outside
+// the bridge and the nodes' namespaces carries them.
 var (
-	// NodeNet is the bridge's network; the host is its first address.
+	// NodeNet is the bridge's network: the host has its first address,
+	// node i the one after the host's plus i-1.
 	NodeNet = netip.MustParsePrefix("10.200.0.0/24")
-	// HostAddr is the host's address on the bridge, where the API server
-	// listens.
-	HostAddr = netip.MustParseAddr("10.200.0.1")
-	// PodNet holds every node's pod range, 10.244.<i>.0/24 for node i.
+	// PodNet holds every node's pod range, the /24 numbered i for node i.
 	PodNet = netip.MustParsePrefix("10.244.0.0/16")
 	// ServiceNet is the Services' range.
 	ServiceNet = netip.MustParsePrefix("10.96.0.0/16")
-	// DNSAddr is the kube-dns Service's cluster IP.
-	DNSAddr = netip.MustParseAddr("10.96.0.10")
+
+	// HostAddr is the host's address on the bridge, where the API server
+	// listens.
+	HostAddr = addrIn(NodeNet, 1)
+	// DNSAddr is the kube-dns Service's cluster IP, the tenth of the range.
+	DNSAddr = addrIn(ServiceNet, 10)
 )
+
+// addrIn is the address n places after the first of the IPv4 range p.
+func addrIn(p netip.Prefix, n uint32) netip.Addr {
+	a := p.Addr().As4()
+	binary.BigEndian.PutUint32(a[:], binary.BigEndian.Uint32(a[:])+n)
+	return netip.AddrFrom4(a)
+}
 
 // Paths holds the directories a cluster uses.
 type Paths struct {
@@ -61,15 +71,11 @@ type node struct {
 
 func newNode(p Paths, i int) node {
 	name := fmt.Sprintf("sandgate-node-%d", i)
-	ip := HostAddr
-	for range i {
-		ip = ip.Next()
-	}
 	return node{
 		index:  i,
 		name:   name,
-		ip:     ip,
-		podNet: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i), 0}), 24),
+		ip:     addrIn(NodeNet, 1+uint32(i)),
+		podNet: netip.PrefixFrom(addrIn(PodNet, uint32(i)<<8), 24),
 		dir:    filepath.Join(p.Data, name),
 	}
 }
