@@ -19,12 +19,10 @@ type reporterMetrics struct {
 }
 
 func newReporterMetrics(reg prometheus.Registerer) (*reporterMetrics, error) {
-	const ns, sub = "sandgate", "activity"
-	s := metricset.New(sub)
+	s := metricset.New("activity")
 	m := &reporterMetrics{
 		reports: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "reports_total",
-			Help: "Activity reports sent to the auth API by result (after retries).",
+			Name: "reports_total", Help: "Activity reports sent to the auth API by result (after retries).",
 		}, []string{"result"}, metricset.Each(resultOK, resultError)...),
 	}
 	if err := s.Register(reg); err != nil {

@@ -50,24 +50,19 @@ type metrics struct {
 
 // newMetrics builds the collectors with every series of source created.
 func newMetrics(reg prometheus.Registerer, source string) (*metrics, error) {
-	const ns, sub = "sandgate", "handshake"
-	s := metricset.New(sub)
+	s := metricset.New("handshake")
 	m := &metrics{
 		handshakes: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "total",
-			Help: "Handshakes (token lookup plus exchange) by result and token source.",
+			Name: "total", Help: "Handshakes (token lookup plus exchange) by result and token source.",
 		}, []string{"result", "source"}, withSource(allResults, source)...),
 		candidates: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "candidates_total",
-			Help: "Launch-token candidates by outcome (accepted, refused with 401, failed, skipped as refused before) and token source.",
+			Name: "candidates_total", Help: "Launch-token candidates by outcome (accepted, refused with 401, failed, skipped as refused before) and token source.",
 		}, []string{"outcome", "source"}, withSource(allCandidateOutcomes, source)...),
 		cacheLookups: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "cache_lookups_total",
-			Help: "Upstream cookie cache lookups by result (hit or miss).",
+			Name: "cache_lookups_total", Help: "Upstream cookie cache lookups by result (hit or miss).",
 		}, []string{"result"}, metricset.Each("hit", "miss")...),
 		logBytesRead: s.Counter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "log_bytes_read_total",
-			Help: "Bytes read from pod log files (compressed bytes for .gz files).",
+			Name: "log_bytes_read_total", Help: "Bytes read from pod log files (compressed bytes for .gz files).",
 		}),
 	}
 	if err := s.Register(reg); err != nil {

@@ -9,14 +9,13 @@ import (
 )
 
 func TestSetRegistersEveryCollectorWithSeries(t *testing.T) {
-	const ns, sub = "sandgate", "demo"
-	s := New(sub)
-	c := s.CounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "calls_total", Help: "Calls by result."},
+	s := New("demo")
+	c := s.CounterVec(prometheus.CounterOpts{Name: "calls_total", Help: "Calls by result."},
 		[]string{"result"}, Each("ok", "error")...)
-	s.Counter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "bytes_total", Help: "Bytes."})
-	s.Gauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "leader", Help: "Leader."})
-	s.Histogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "wait_seconds", Help: "Wait.", Buckets: []float64{1}})
-	s.HistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "stage_seconds", Help: "Stage.", Buckets: []float64{1}}, "stage")
+	s.Counter(prometheus.CounterOpts{Name: "bytes_total", Help: "Bytes."})
+	s.Gauge(prometheus.GaugeOpts{Name: "leader", Help: "Leader."})
+	s.Histogram(prometheus.HistogramOpts{Name: "wait_seconds", Help: "Wait.", Buckets: []float64{1}})
+	s.HistogramVec(prometheus.HistogramOpts{Name: "stage_seconds", Help: "Stage.", Buckets: []float64{1}}, "stage")
 	reg := prometheus.NewPedanticRegistry()
 	if err := s.Register(reg); err != nil {
 		t.Fatal(err)

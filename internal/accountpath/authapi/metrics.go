@@ -48,52 +48,51 @@ type Metrics struct {
 // NewMetrics creates the collectors and registers them with reg, which is
 // normally a private registry; nil registers nothing (tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	const ns, sub = "sandgate", "authapi"
-	s := metricset.New(sub)
+	s := metricset.New("authapi")
 	latency := []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 120}
 	m := &Metrics{
 		Requests: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total", Help: "HTTP responses by route and status class.",
+			Name: "requests_total", Help: "HTTP responses by route and status class.",
 		}, []string{"route", "code"}),
 		Duration: s.HistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds", Help: "HTTP request latency by route.", Buckets: latency,
+			Name: "request_duration_seconds", Help: "HTTP request latency by route.", Buckets: latency,
 		}, "route"),
 		Stage: s.HistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "stage_duration_seconds", Help: "Latency of one pipeline stage.", Buckets: latency,
+			Name: "stage_duration_seconds", Help: "Latency of one pipeline stage.", Buckets: latency,
 		}, "stage"),
 		Signups: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "signups_total", Help: "Signups by outcome.",
+			Name: "signups_total", Help: "Signups by outcome.",
 		}, []string{"outcome"}),
 		Logins: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "logins_total", Help: "Logins by outcome.",
+			Name: "logins_total", Help: "Logins by outcome.",
 		}, []string{"outcome"}),
 		Rejections: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "rejections_total", Help: "Refused requests by reason.",
+			Name: "rejections_total", Help: "Refused requests by reason.",
 		}, []string{"reason"}),
 		ClaimReady: s.Histogram(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "claim_ready_seconds", Help: "Time from claim creation to Ready.",
+			Name: "claim_ready_seconds", Help: "Time from claim creation to Ready.",
 			Buckets: []float64{.25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300},
 		}),
 		Entries: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "origin_entries_total", Help: "Entry code redemptions for user origin sessions by outcome.",
+			Name: "origin_entries_total", Help: "Entry code redemptions for user origin sessions by outcome.",
 		}, []string{"outcome"}),
 		Renewals: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "renewals_total", Help: "Session renewals by outcome.",
+			Name: "renewals_total", Help: "Session renewals by outcome.",
 		}, []string{"outcome"}),
 		Revocations: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "revocations_total", Help: "Ended sessions by kind.",
+			Name: "revocations_total", Help: "Ended sessions by kind.",
 		}, []string{"kind"}),
 		KeyRotations: s.Counter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "key_rotations_total", Help: "Signing keys staged by this replica.",
+			Name: "key_rotations_total", Help: "Signing keys staged by this replica.",
 		}),
 		SigningKeys: s.Gauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "signing_keys", Help: "Keys in the loaded signing key ring.",
+			Name: "signing_keys", Help: "Keys in the loaded signing key ring.",
 		}),
 		TokenReviews: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "token_reviews_total", Help: "Internal-caller checks by outcome and cache use.",
+			Name: "token_reviews_total", Help: "Internal-caller checks by outcome and cache use.",
 		}, []string{"outcome", "cached"}),
 		Wakes: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "wakes_total", Help: "Wake requests from node proxies by outcome.",
+			Name: "wakes_total", Help: "Wake requests from node proxies by outcome.",
 		}, []string{"outcome"}),
 	}
 	if err := s.Register(reg); err != nil {

@@ -32,28 +32,22 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns, sub = "sandgate", "sweeper"
-	s := metricset.New(sub)
+	s := metricset.New("sweeper")
 	m := &metrics{
 		suspends: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "suspends_total",
-			Help: "Suspend patches sent by the leader, by result (conflict: the Sandbox changed since the decision).",
+			Name: "suspends_total", Help: "Suspend patches sent by the leader, by result (conflict: the Sandbox changed since the decision).",
 		}, []string{"result"}, metricset.Each(suspendOK, suspendConflict, suspendError)...),
 		reports: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "reports_total",
-			Help: "Activity reports offered to this replica, by result (not_leader: to be forwarded).",
+			Name: "reports_total", Help: "Activity reports offered to this replica, by result (not_leader: to be forwarded).",
 		}, []string{"result"}, metricset.Each(reportAccepted, reportNotLeader)...),
 		leader: s.Gauge(prometheus.GaugeOpts{
-			Namespace: ns, Subsystem: sub, Name: "leader",
-			Help: "1 while this replica leads and sweeps, else 0.",
+			Name: "leader", Help: "1 while this replica leads and sweeps, else 0.",
 		}),
 		heldOff: s.Counter(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "suspends_held_off_total",
-			Help: "Idle sandboxes not suspended in a sweep because a node's activity report was overdue.",
+			Name: "suspends_held_off_total", Help: "Idle sandboxes not suspended in a sweep because a node's activity report was overdue.",
 		}),
 		failedPods: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "failed_pods_deleted_total",
-			Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
+			Name: "failed_pods_deleted_total", Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
 		}, []string{"result"}, metricset.Each(failedPodDeleted, failedPodGone, failedPodRefused, failedPodError)...),
 	}
 	if err := s.Register(reg); err != nil {

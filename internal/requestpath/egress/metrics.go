@@ -30,20 +30,16 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	const ns, sub = "sandgate", "egress"
-	s := metricset.New(sub)
+	s := metricset.New("egress")
 	m := &metrics{
 		requests: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "requests_total",
-			Help: "Egress calls by provider and outcome (ok, unknown_caller, starting, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
+			Name: "requests_total", Help: "Egress calls by provider and outcome (ok, unknown_caller, starting, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
 		}, []string{"provider", "outcome"}),
 		tokens: s.CounterVec(prometheus.CounterOpts{
-			Namespace: ns, Subsystem: sub, Name: "tokens_total",
-			Help: "Tokens the providers reported, by provider and kind (prompt, completion).",
+			Name: "tokens_total", Help: "Tokens the providers reported, by provider and kind (prompt, completion).",
 		}, []string{"provider", "kind"}),
 		upstream: s.HistogramVec(prometheus.HistogramOpts{
-			Namespace: ns, Subsystem: sub, Name: "upstream_header_seconds",
-			Help:    "Time from sending a call to the provider's response headers.",
+			Name: "upstream_header_seconds", Help: "Time from sending a call to the provider's response headers.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, "provider"),
 	}

@@ -1,10 +1,11 @@
 package nodeproxy
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // authEnded is the auth result of an open WebSocket or stream whose
@@ -60,90 +61,68 @@ type gauges struct {
 }
 
 func newMetrics(reg prometheus.Registerer, g gauges) (*metrics, error) {
+	s := metricset.New("nodeproxy")
 	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "requests_total",
-			Help: "Requests by route kind and status class (WebSockets count once, as 101).",
+		requests: s.CounterVec(prometheus.CounterOpts{
+			Name: "requests_total", Help: "Requests by route kind and status class (WebSockets count once, as 101).",
 		}, []string{"route", "code"}),
-		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "stage_duration_seconds",
-			Help:    "Time spent per request stage: auth, resolve, handshake, upstream (to response headers).",
+		stages: s.HistogramVec(prometheus.HistogramOpts{
+			Name: "stage_duration_seconds", Help: "Time spent per request stage: auth, resolve, handshake, upstream (to response headers).",
 			Buckets: []float64{.00001, .00005, .0001, .0005, .001, .005, .01, .05, .1, .5, 1, 5},
-		}, []string{"stage"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "in_flight_requests",
-			Help: "Proxied HTTP requests in flight, including streaming responses.",
+		}, "stage"),
+		inFlight: s.Gauge(prometheus.GaugeOpts{
+			Name: "in_flight_requests", Help: "Proxied HTTP requests in flight, including streaming responses.",
 		}),
-		websockets: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "open_websockets",
-			Help: "Bridged WebSockets open now.",
+		websockets: s.Gauge(prometheus.GaugeOpts{
+			Name: "open_websockets", Help: "Bridged WebSockets open now.",
 		}),
-		hops: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "hops_total",
-			Help: "Requests forwarded to (out: sent) or received from (in) another node's proxy; in by result: authenticated " +
+		hops: s.CounterVec(prometheus.CounterOpts{
+			Name: "hops_total", Help: "Requests forwarded to (out: sent) or received from (in) another node's proxy; in by result: authenticated " +
 				"(its proof verified with the hop key), refused (a hop key is set and the proof did not verify: handled as a client's request), " +
 				"unverified (no hop key: trusted by source address).",
 		}, []string{"direction", "result"}),
-		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "auth_total",
-			Help: "Authentication decisions by method (cookie, bearer, none) and result: ok, rejected, or ended " +
+		auth: s.CounterVec(prometheus.CounterOpts{
+			Name: "auth_total", Help: "Authentication decisions by method (cookie, bearer, none) and result: ok, rejected, or ended " +
 				"(an open WebSocket or stream closed because its session ended: revoked, epoch raised, account deleted or recreated, " +
 				"bearer token rotated, or COOKIE_MAX_AGE reached).",
 		}, []string{"method", "result"}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "renewals_total",
-			Help: "Session renewals asked of the auth API, by result.",
+		renewals: s.CounterVec(prometheus.CounterOpts{
+			Name: "renewals_total", Help: "Session renewals asked of the auth API, by result.",
 		}, []string{"result"}),
-		authAPIUnreachable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "authapi_unreachable_total",
-			Help: "Auth API calls no replica answered (each answered 503 unless the session was still valid), by call: renew, redeem, forward.",
+		authAPIUnreachable: s.CounterVec(prometheus.CounterOpts{
+			Name: "authapi_unreachable_total", Help: "Auth API calls no replica answered (each answered 503 unless the session was still valid), by call: renew, redeem, forward.",
 		}, []string{"call"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "upstream_401_retries_total",
-			Help: "Requests retried once after the app answered 401 and the handshake was refreshed.",
+		retries: s.Counter(prometheus.CounterOpts{
+			Name: "upstream_401_retries_total", Help: "Requests retried once after the app answered 401 and the handshake was refreshed.",
 		}),
-		wakes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wakes_total",
-			Help: "Requests held for a suspended or not-Ready sandbox, by result: ready, timeout (WAKE_TIMEOUT passed), " +
+		wakes: s.CounterVec(prometheus.CounterOpts{
+			Name: "wakes_total", Help: "Requests held for a suspended or not-Ready sandbox, by result: ready, timeout (WAKE_TIMEOUT passed), " +
 				"page (a browser navigation held for at most a second, then given the waking page, which reloads itself: each reload counts once), error.",
-		}, []string{"result"}),
-		wakeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "wake_duration_seconds",
-			Help:    "How long a request was held while its sandbox woke.",
+		}, []string{"result"}, metricset.Each(wakeReady, wakeTimeout, wakePage, wakeFailed)...),
+		wakeLatency: s.Histogram(prometheus.HistogramOpts{
+			Name: "wake_duration_seconds", Help: "How long a request was held while its sandbox woke.",
 			Buckets: []float64{.1, .25, .5, 1, 2, 3, 5, 10, 20, 30, 60, 120},
 		}),
-		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "request_duration_seconds",
-			Help:    "Whole-request latency by route kind, from the request read to the response's last byte (WebSockets not observed).",
+		durations: s.HistogramVec(prometheus.HistogramOpts{
+			Name: "request_duration_seconds", Help: "Whole-request latency by route kind, from the request read to the response's last byte (WebSockets not observed).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"route"}),
-		openStreams: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "open_streams",
-			Help: "Streamed responses (SSE) being bridged now.",
+		}, "route"),
+		openStreams: s.GaugeFunc(prometheus.GaugeOpts{
+			Name: "open_streams", Help: "Streamed responses (SSE) being bridged now.",
 		}, func() float64 { return float64(g.openStreams()) }),
-		jwksRefreshed: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "sandgate", Subsystem: "nodeproxy", Name: "jwks_last_refresh_timestamp_seconds",
-			Help: "Unix time of the last successful JWKS fetch; 0 before the first.",
+		jwksRefreshed: s.GaugeFunc(prometheus.GaugeOpts{
+			Name: "jwks_last_refresh_timestamp_seconds", Help: "Unix time of the last successful JWKS fetch; 0 before the first.",
 		}, func() float64 { return unixSeconds(g.jwksRefreshed) }),
 	}
 	for k := range routeKinds {
 		m.durationOf[k] = m.durations.WithLabelValues(k.String())
 	}
 	m.durationHopIn = m.durations.WithLabelValues(routeHopIn)
-	for _, r := range []string{wakeReady, wakeTimeout, wakePage, wakeFailed} {
-		m.wakes.WithLabelValues(r)
+	for st := range stageCount {
+		m.stageOf[st] = m.stages.WithLabelValues(stageNames[st])
 	}
-	for s := range stageCount {
-		m.stageOf[s] = m.stages.WithLabelValues(stageNames[s])
-	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.requests, m.stages, m.inFlight, m.websockets, m.hops, m.auth, m.renewals, m.authAPIUnreachable, m.retries, m.wakes, m.wakeLatency,
-		m.durations, m.openStreams, m.jwksRefreshed} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register nodeproxy metrics: %w", err)
-		}
+	if err := s.Register(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

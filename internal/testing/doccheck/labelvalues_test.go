@@ -4,12 +4,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/metricset"
 )
 
 // labelValues reads, for each counter vector the code makes with
@@ -79,7 +82,7 @@ func labelValues(t *testing.T) map[string]map[string][]string {
 			return values
 		}
 		for _, f := range files {
-			fileConsts := stringConsts(f)
+			fileConsts, set := stringConsts(f), setNames(f)
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
 				if !ok || len(call.Args) != 3 || !call.Ellipsis.IsValid() {
@@ -88,7 +91,7 @@ func labelValues(t *testing.T) map[string]map[string][]string {
 				if sel, ok := call.Fun.(*ast.SelectorExpr); !ok || sel.Sel.Name != "CounterVec" {
 					return true
 				}
-				name := optsName(call.Args[0], fileConsts)
+				name := optsName(call.Args[0], fileConsts, set)
 				labels, ok := call.Args[1].(*ast.CompositeLit)
 				series, ok2 := call.Args[2].(*ast.CallExpr)
 				if name == "" || !ok || !ok2 || len(labels.Elts) == 0 || len(series.Args) == 0 {
@@ -118,13 +121,14 @@ func labelValues(t *testing.T) map[string]map[string][]string {
 }
 
 // optsName returns the metric name a prometheus.*Opts literal builds, ""
-// when it is not one.
-func optsName(e ast.Expr, consts map[string]string) string {
+// when it is not one; set holds the Namespace and Subsystem that
+// metricset sets in the file.
+func optsName(e ast.Expr, consts, set map[string]string) string {
 	lit, ok := e.(*ast.CompositeLit)
 	if !ok {
 		return ""
 	}
-	parts := map[string]string{}
+	parts := maps.Clone(set)
 	for _, el := range lit.Elts {
 		kv, ok := el.(*ast.KeyValueExpr)
 		if !ok {
@@ -151,6 +155,30 @@ func optsName(e ast.Expr, consts map[string]string) string {
 		}
 	}
 	return strings.Join(name, "_")
+}
+
+// setNames returns the Namespace and Subsystem a metricset.New("x") call of
+// f gives the metrics it makes, none when f makes no Set.
+func setNames(f *ast.File) map[string]string {
+	names := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) != 1 {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "New" {
+			return true
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		lit, ok2 := call.Args[0].(*ast.BasicLit)
+		if ok && ok2 && pkg.Name == "metricset" && lit.Kind == token.STRING {
+			names["Namespace"] = metricset.Namespace
+			names["Subsystem"], _ = strconv.Unquote(lit.Value)
+		}
+		return true
+	})
+	return names
 }
 
 var metricRow = regexp.MustCompile("^\\| `(sandgate_[a-z0-9_]+)` \\| ([^|]*) \\| (.*) \\|$")

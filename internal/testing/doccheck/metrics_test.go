@@ -19,7 +19,7 @@ var optsTypes = []string{"CounterOpts", "GaugeOpts", "HistogramOpts", "SummaryOp
 // registeredMetrics reads the metric names the code builds: every
 // prometheus.*Opts literal of internal/ and cmd/ outside tests, its Namespace,
 // Subsystem and Name joined as client_golang's BuildFQName does (string
-// literals or constants of the same file).
+// literals or constants of the same file; metricset.New sets the first two).
 func registeredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	metrics := map[string]bool{}
@@ -33,7 +33,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		consts := stringConsts(f)
+		consts, set := stringConsts(f), setNames(f)
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok {
@@ -43,7 +43,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 			if !ok || !slices.Contains(optsTypes, sel.Sel.Name) {
 				return true
 			}
-			if name := optsName(lit, consts); name != "" {
+			if name := optsName(lit, consts, set); name != "" {
 				metrics[name] = true
 			}
 			return true
