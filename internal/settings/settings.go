@@ -80,6 +80,18 @@ func Load(name string, list []Setting, args []string, getenv func(string) string
 	return problems, nil
 }
 
+// Parse parses args into fs, for commands that declare plain flags; an
+// argument left over after the flags is an error.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
 // Usage writes one entry per setting, flag and environment variable together.
 func Usage(w io.Writer, list []Setting) {
 	for _, s := range list {
