@@ -13,7 +13,7 @@ import (
 // render formats the results as RESULTS.md.
 func render(c config, r *results) string {
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	var p printf = func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# sandgate benchmark results\n\n")
 	p("Written by `%s` on %s; the whole run took %s.\n\n",
 		strings.Join(os.Args, " "), r.Started.UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
@@ -45,11 +45,11 @@ func render(c config, r *results) string {
 		"(b) is one hot user, alice; the many-users run below spreads the load over many. CPU per request is user + system time of each server process from /proc/<pid>/stat over the run "+
 		"(warm-up included; 10 ms ticks): the cost that decides throughput when the servers share one core.\n", c.duration, c.warmup, c.rounds)
 	for _, a := range apps {
-		dataTable(&b, r, a, c)
+		dataTable(p, r, a, c)
 	}
-	logTable(&b, r, c)
-	halfTable(&b, r, c)
-	crowdTable(&b, r, c)
+	logTable(p, r, c)
+	halfTable(p, r, c)
+	crowdTable(p, r, c)
 
 	p("\n## 2. Cross-node hop\n\nbob's pod runs on n2: n1's proxy authenticates, resolves and forwards to n2's proxy, " +
 		"which authenticates again and talks to the (fasthttp) app. Both proxies and the app share core 0.\n\n")
@@ -62,9 +62,9 @@ func render(c config, r *results) string {
 	}
 
 	p("\n## 3. SSE\n\n%d events 5 ms apart; each event carries its send time, the delay is arrival minus send.\n\n", c.sseEvents)
-	streamTable(&b, r.SSE)
+	streamTable(p, r.SSE)
 	p("\n## 4. WebSocket\n\nEcho of %d 64-byte messages, one at a time, on one connection.\n\n", echoMessages)
-	streamTable(&b, r.WSEcho)
+	streamTable(p, r.WSEcho)
 	i := r.Idle
 	p("\nIdle bridged WebSockets through the proxy: %d of %d opened", i.Open, i.Wanted)
 	if i.Err != "" {
@@ -98,7 +98,7 @@ func render(c config, r *results) string {
 		p("| %s | %.0f | %d | %d |\n", f.name, f.f.NsPerOp, f.f.BytesPerOp, f.f.AllocsPerOp)
 	}
 
-	scaleTables(&b, r)
+	scaleTables(p, r)
 
 	p("\n## 7. Lifecycle\n\n")
 	switch {
@@ -133,15 +133,18 @@ func render(c config, r *results) string {
 }
 
 // streamTable writes a latency table of direct and proxy rows.
-func streamTable(b *strings.Builder, rows []wayLatency) {
-	fmt.Fprintf(b, "| way | n | p50 | p99 | max |\n|---|---|---|---|---|\n")
+func streamTable(p printf, rows []wayLatency) {
+	p("| way | n | p50 | p99 | max |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", r.Way, r.Latency.N, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max))
+		p("| %s | %d | %s | %s | %s |\n", r.Way, r.Latency.N, ms(r.Latency.P50), ms(r.Latency.P99), ms(r.Latency.Max))
 	}
 	if len(rows) == 2 {
-		fmt.Fprintf(b, "| added by the proxy | | %s | %s | |\n", ms(rows[1].Latency.P50-rows[0].Latency.P50), ms(rows[1].Latency.P99-rows[0].Latency.P99))
+		p("| added by the proxy | | %s | %s | |\n", ms(rows[1].Latency.P50-rows[0].Latency.P50), ms(rows[1].Latency.P99-rows[0].Latency.P99))
 	}
 }
+
+// printf appends formatted text to the report being written.
+type printf func(format string, args ...any)
 
 // trimProfile keeps pprof's header and table, without the binary's path.
 func trimProfile(s string) string {

@@ -70,101 +70,81 @@ type idleOpen struct {
 	Err  string `json:"err,omitempty"`
 }
 
-// runRole runs one part of the bench in this process.
+// runRole runs one part of the bench in this process; spec is the
+// role's configuration as JSON.
 func runRole(ctx context.Context, role, spec string) error {
-	decode := func(v any) error {
-		if err := json.Unmarshal([]byte(spec), v); err != nil {
-			return fmt.Errorf("decode spec: %w", err)
-		}
-		return nil
-	}
 	switch role {
 	case "app":
 		return serveApp()
 	case "webapp":
 		return serveWebApp()
 	case "baseline":
-		var app string
-		if err := decode(&app); err != nil {
-			return err
-		}
-		return serveBaseline(app)
+		return withSpec(spec, serveBaseline)
 	case "bare":
-		var app string
-		if err := decode(&app); err != nil {
-			return err
-		}
-		return serveBare(app)
+		return withSpec(spec, serveBare)
 	case "proxy":
-		var s proxySpec
-		if err := decode(&s); err != nil {
-			return err
-		}
-		return serveProxy(ctx, s)
+		return withSpec(spec, func(s proxySpec) error { return serveProxy(ctx, s) })
 	case "http":
-		var s httpSpec
-		if err := decode(&s); err != nil {
-			return err
-		}
-		return emit(load.Run(ctx, s.Load))
+		return withSpec(spec, func(s httpSpec) error { return emit(load.Run(ctx, s.Load)) })
 	case "sse":
-		var s streamSpec
-		if err := decode(&s); err != nil {
-			return err
-		}
-		d, err := load.Events(ctx, s.URL, s.Host, s.Cookie)
-		if err != nil {
-			return err
-		}
-		return emit(load.Summarise(d))
+		return withSpec(spec, func(s streamSpec) error {
+			return emitSummary(load.Events(ctx, s.URL, s.Host, s.Cookie))
+		})
 	case "wsecho":
-		var s streamSpec
-		if err := decode(&s); err != nil {
-			return err
-		}
-		d, err := load.Echo(ctx, s.URL, s.Host, s.Cookie, s.N, s.Size)
-		if err != nil {
-			return err
-		}
-		return emit(load.Summarise(d))
+		return withSpec(spec, func(s streamSpec) error {
+			return emitSummary(load.Echo(ctx, s.URL, s.Host, s.Cookie, s.N, s.Size))
+		})
 	case "wsidle":
-		var s streamSpec
-		if err := decode(&s); err != nil {
-			return err
-		}
-		conns, err := load.Idle(ctx, s.URL, s.Host, s.Cookie, s.N, 16)
-		r := idleOpen{Open: len(conns)}
-		if err != nil {
-			r.Err = err.Error()
-		}
-		if err := emit(r); err != nil {
-			return err
-		}
-		waitParent()
-		for _, c := range conns {
-			c.Close()
-		}
-		return nil
+		return withSpec(spec, func(s streamSpec) error { return holdIdle(ctx, s) })
 	case "sessions":
 		return emit(runSessions())
 	case "scale":
-		var s scale.Options
-		if err := decode(&s); err != nil {
-			return err
-		}
-		r, err := scale.Run(ctx, s)
-		if err != nil {
-			return err
-		}
-		return emit(r)
+		return withSpec(spec, func(s scale.Options) error { return emitResult(scale.Run(ctx, s)) })
 	case "lifecycle":
-		r, err := lifecycle.Run(ctx)
-		if err != nil {
-			return err
-		}
-		return emit(r)
+		return emitResult(lifecycle.Run(ctx))
 	}
 	return fmt.Errorf("unknown role %q", role)
+}
+
+// withSpec decodes spec into a T and runs role with it.
+func withSpec[T any](spec string, role func(T) error) error {
+	var s T
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		return fmt.Errorf("decode spec: %w", err)
+	}
+	return role(s)
+}
+
+// emitResult emits r unless err says the measurement failed.
+func emitResult[T any](r T, err error) error {
+	if err != nil {
+		return err
+	}
+	return emit(r)
+}
+
+// emitSummary emits the latency summary of delays unless err says the
+// stream failed.
+func emitSummary(delays []time.Duration, err error) error {
+	return emitResult(load.Summarise(delays), err)
+}
+
+// holdIdle opens s.N idle WebSockets, reports how many opened, and keeps
+// them open until the orchestrator closes stdin.
+func holdIdle(ctx context.Context, s streamSpec) error {
+	conns, err := load.Idle(ctx, s.URL, s.Host, s.Cookie, s.N, 16)
+	r := idleOpen{Open: len(conns)}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	if err := emit(r); err != nil {
+		return err
+	}
+	waitParent()
+	for _, c := range conns {
+		c.Close()
+	}
+	return nil
 }
 
 // serveApp runs the origin on a loopback port until the orchestrator

@@ -3,15 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/sandgate/sandgate/bench/scale"
 )
 
 // dataTable writes app a's ways (a)-(d) and their ratios.
-func dataTable(b *strings.Builder, r *results, a app, c config) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func dataTable(p printf, r *results, a app, c config) {
 	p("\n### %s app\n\n| way | body | conns | req/s | p50 | p99 | CPU per request: front server | app |\n|---|---|---|---|---|---|---|---|\n", a.Name)
 	matrix := func(each func(size, conns int)) {
 		for _, cl := range plan(a, c.smoke) {
@@ -47,8 +45,7 @@ var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", v
 
 // halfTable writes the half-load rounds, their medians and the traced
 // run.
-func halfTable(b *strings.Builder, r *results, c config) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func halfTable(p printf, r *results, c config) {
 	p("\n### Latency at half load\n\nHalf of (b)'s median peak (fasthttp app, 64 connections, 1 KiB), paced open loop (latency counts from each "+
 		"request's scheduled time), %d alternating rounds; the target compares the medians of the rounds' p99. Two columns tell "+
 		"a slow server from a disturbed run: *generator lag* is how late the load generator itself sent requests after their "+
@@ -86,8 +83,7 @@ func pressure(stall float64) string {
 }
 
 // crowdTable writes the many-users run beside (b) for each app.
-func crowdTable(b *strings.Builder, r *results, c config) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func crowdTable(p printf, r *results, c config) {
 	p("\n### Many users\n\n%d sessions of %d users, each user's sandbox on n1 (a pod whose app is the way's app), every request "+
 		"from a session picked at random. The node proxy uses the real handshaker (internal/handshake): on the first request to "+
 		"each sandbox it reads the pod's CRI log file (%d lines, the launch line %d lines from the end) and trades the launch "+
@@ -108,8 +104,7 @@ func crowdTable(b *strings.Builder, r *results, c config) {
 }
 
 // scaleTables writes the scale and growth tables.
-func scaleTables(b *strings.Builder, r *results) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func scaleTables(p printf, r *results) {
 	p("\n## 6. Scale\n\nA node proxy process (the shipped assembly, internal/requestpath/nodeproxyd, running) fed N accounts: N claims and N Sandboxes " +
 		"across 50 nodes, this node's pods and the 50 nodes, through the Index's real informers as a watch-list stream. " +
 		"Pods cached counts the users the running Index routes to this node. Sync is from starting the node proxy to its /readyz " +
@@ -185,8 +180,7 @@ func ratioCell(a, b float64) string {
 // logTable writes what n1's proxy logged per request on the ways through
 // it: the access log's cost driver on real nodes, where every line goes
 // through the container runtime.
-func logTable(b *strings.Builder, r *results, c config) {
-	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func logTable(p printf, r *results, c config) {
 	p("\n### Log output\n\nLines and bytes n1's proxy logged per request over each run (warm-up included; medians of the rounds), " +
 		"with the shipped ACCESS_LOG_SUMMARY: a plain success adds to a line per user and route every 10 s instead of a line " +
 		"of its own. On a real node each line is read and written again by the container runtime (the CRI log).\n\n")

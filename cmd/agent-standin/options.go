@@ -59,13 +59,7 @@ func load(args []string, getenv func(string) string, usageOut io.Writer) (Option
 		}
 		return o, errors.New(`the only command is "web" (try --help)`)
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return o, nil
+	return o, settings.Parse(fs, args[1:])
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {

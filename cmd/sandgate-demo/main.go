@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/testing/sim/cluster"
 	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -168,11 +168,8 @@ Flags:
 	fs.Int64Var(&c.logMaxSize, "log-max-size", c.logMaxSize, "container log size that triggers rotation, in bytes")
 	fs.TextVar(&c.logLevel, "log-level", c.logLevel, "level of the JSON logs on stderr (debug, info, warn, error)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", c.readyTimeout, "how long to wait for the warm pool's spares")
-	if err := fs.Parse(args); err != nil {
+	if err := settings.Parse(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	return c, c.validate()
 }

@@ -82,13 +82,7 @@ func load(args []string, getenv func(string) string, usageOut io.Writer) (Option
 	fs.StringVar(&o.SourceURL, "source", o.SourceURL, "org.opencontainers.image.source label")
 	fs.StringVar(&o.Revision, "revision", o.Revision, "org.opencontainers.image.revision label (a commit id); empty leaves it out")
 	fs.Int64Var(&o.SourceDateEpoch, "source-date-epoch", o.SourceDateEpoch, "Unix time of every file and of image creation (default $SOURCE_DATE_EPOCH or 0)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	return o, nil
+	return o, settings.Parse(fs, args)
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {

@@ -31,50 +31,26 @@ func (x *Index) addHandlers() error {
 				x.accountChanged(obj, nil)
 			},
 		}},
-		{x.sandboxes, cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { x.notify() },
-			UpdateFunc: func(oldObj, newObj any) {
-				o, ok1 := unwrap[*sandboxEntry](oldObj)
-				n, ok2 := unwrap[*sandboxEntry](newObj)
-				if ok1 && ok2 {
-					if n.suspended && !o.suspended {
-						x.forgetPodNamed(o.pod)
-						x.forgetPodNamed(n.pod)
-					} else if o.pod != "" && o.pod != n.pod {
-						x.forgetPodNamed(o.pod)
-					}
+		{x.sandboxes, entryHandlers(x.notify,
+			func(o, n *sandboxEntry) {
+				if n.suspended && !o.suspended {
+					x.forgetPodNamed(o.pod)
+					x.forgetPodNamed(n.pod)
+				} else if o.pod != "" && o.pod != n.pod {
+					x.forgetPodNamed(o.pod)
 				}
-				x.notify()
 			},
-			DeleteFunc: func(obj any) {
-				if s, ok := unwrap[*sandboxEntry](obj); ok {
-					x.forgetPodNamed(s.pod)
+			func(s *sandboxEntry) { x.forgetPodNamed(s.pod) })},
+		{x.pods, entryHandlers(x.notify,
+			func(o, n *podEntry) {
+				if o.uid != n.uid {
+					x.forgetPod(o.uid)
 				}
-				x.notify()
-			},
-		}},
-		{x.pods, cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { x.notify() },
-			UpdateFunc: func(oldObj, newObj any) {
-				o, ok1 := unwrap[*podEntry](oldObj)
-				n, ok2 := unwrap[*podEntry](newObj)
-				if ok1 && ok2 {
-					if o.uid != n.uid {
-						x.forgetPod(o.uid)
-					}
-					if n.terminating && !o.terminating {
-						x.forgetPod(n.uid)
-					}
+				if n.terminating && !o.terminating {
+					x.forgetPod(n.uid)
 				}
-				x.notify()
 			},
-			DeleteFunc: func(obj any) {
-				if p, ok := unwrap[*podEntry](obj); ok {
-					x.forgetPod(p.uid)
-				}
-				x.notify()
-			},
-		}},
+			func(p *podEntry) { x.forgetPod(p.uid) })},
 		{x.nodes, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { x.notify() },
 			UpdateFunc: func(_, _ any) { x.notify() },
@@ -87,6 +63,28 @@ func (x *Index) addHandlers() error {
 		}
 	}
 	return nil
+}
+
+// entryHandlers calls updated with both entries of an update and deleted
+// with the entry of a deletion, then notify, which every event ends with.
+func entryHandlers[E any](notify func(), updated func(o, n E), deleted func(E)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { notify() },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := unwrap[E](oldObj)
+			n, ok2 := unwrap[E](newObj)
+			if ok1 && ok2 {
+				updated(o, n)
+			}
+			notify()
+		},
+		DeleteFunc: func(obj any) {
+			if e, ok := unwrap[E](obj); ok {
+				deleted(e)
+			}
+			notify()
+		},
+	}
 }
 
 // forgetPodNamed reports the UID of this node's pod called name as gone.

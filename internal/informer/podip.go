@@ -50,7 +50,7 @@ func (x *Index) Callers() (*Callers, error) {
 		reg, err := f.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { f.m.put(o, f.value(o)) },
 			UpdateFunc: func(_, o any) { f.m.put(o, f.value(o)) },
-			DeleteFunc: f.m.remove,
+			DeleteFunc: func(o any) { f.m.put(o, "") },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("add caller handler: %w", err)
@@ -145,8 +145,10 @@ func newReverseMap() *reverseMap {
 	return &reverseMap{byValue: make(map[string]map[string]struct{}), value: make(map[string]string)}
 }
 
+// put files obj's key under value, or under nothing when value is "";
+// obj may be a deletion tombstone.
 func (m *reverseMap) put(obj any, value string) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
@@ -161,16 +163,6 @@ func (m *reverseMap) put(obj any, value string) {
 		m.byValue[value] = make(map[string]struct{}, 1)
 	}
 	m.byValue[value][key] = struct{}{}
-}
-
-func (m *reverseMap) remove(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.drop(key)
 }
 
 // drop forgets key; the caller holds mu.

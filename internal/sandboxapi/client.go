@@ -3,6 +3,7 @@ package sandboxapi
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -78,30 +79,43 @@ func NewForConfig(cfg *rest.Config) (*Client, error) {
 
 // Sandboxes returns a client for Sandboxes in namespace.
 func (c *Client) Sandboxes(namespace string) *SandboxClient {
-	return gentype.NewClientWithList("sandboxes", c.agents, c.params, namespace,
-		func() *agents.Sandbox { return &agents.Sandbox{} },
-		func() *agents.SandboxList { return &agents.SandboxList{} })
+	return typed[agents.Sandbox, agents.SandboxList]("sandboxes", c.agents, c.params, namespace)
 }
 
 // SandboxClaims returns a client for SandboxClaims in namespace.
 func (c *Client) SandboxClaims(namespace string) *SandboxClaimClient {
-	return gentype.NewClientWithList("sandboxclaims", c.extensions, c.params, namespace,
-		func() *extensions.SandboxClaim { return &extensions.SandboxClaim{} },
-		func() *extensions.SandboxClaimList { return &extensions.SandboxClaimList{} })
+	return typed[extensions.SandboxClaim, extensions.SandboxClaimList]("sandboxclaims", c.extensions, c.params, namespace)
 }
 
 // SandboxWarmPools returns a client for SandboxWarmPools in namespace.
 func (c *Client) SandboxWarmPools(namespace string) *SandboxWarmPoolClient {
-	return gentype.NewClientWithList("sandboxwarmpools", c.extensions, c.params, namespace,
-		func() *extensions.SandboxWarmPool { return &extensions.SandboxWarmPool{} },
-		func() *extensions.SandboxWarmPoolList { return &extensions.SandboxWarmPoolList{} })
+	return typed[extensions.SandboxWarmPool, extensions.SandboxWarmPoolList]("sandboxwarmpools", c.extensions, c.params, namespace)
 }
 
 // SandboxTemplates returns a client for SandboxTemplates in namespace.
 func (c *Client) SandboxTemplates(namespace string) *SandboxTemplateClient {
-	return gentype.NewClientWithList("sandboxtemplates", c.extensions, c.params, namespace,
-		func() *extensions.SandboxTemplate { return &extensions.SandboxTemplate{} },
-		func() *extensions.SandboxTemplateList { return &extensions.SandboxTemplateList{} })
+	return typed[extensions.SandboxTemplate, extensions.SandboxTemplateList]("sandboxtemplates", c.extensions, c.params, namespace)
+}
+
+// object and list are the pointer types of an API object O and a list L.
+type (
+	object[O any] interface {
+		*O
+		runtime.Object
+		metav1.Object
+	}
+	list[L any] interface {
+		*L
+		runtime.Object
+	}
+)
+
+// typed builds the client of the kind whose objects are O and lists L,
+// served as resource by rc.
+func typed[O, L any, PO object[O], PL list[L]](resource string, rc rest.Interface, params runtime.ParameterCodec, namespace string) *gentype.ClientWithList[PO, PL] {
+	return gentype.NewClientWithList(resource, rc, params, namespace,
+		func() PO { return new(O) },
+		func() PL { return new(L) })
 }
 
 // NewClients builds the Kubernetes and sandbox clients of a component from

@@ -80,6 +80,18 @@ func Load(name string, list []Setting, args []string, getenv func(string) string
 	return problems, nil
 }
 
+// Parse parses args into fs, for commands that declare plain flags; an
+// argument left over after the flags is an error.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
+
 // Usage writes one entry per setting, flag and environment variable together.
 func Usage(w io.Writer, list []Setting) {
 	for _, s := range list {
@@ -157,25 +169,24 @@ func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
 func (v *stringValue) String() string     { return string(*v) }
 
 func (v *boolValue) Set(s string) error {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		return errors.New("not a boolean")
-	}
-	*v = boolValue(b)
-	return nil
+	return set((*bool)(v), strconv.ParseBool, s, "not a boolean")
 }
 func (v *boolValue) String() string   { return strconv.FormatBool(bool(*v)) }
 func (v *boolValue) IsBoolFlag() bool { return true }
 
-func (v *intValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
+func (v *intValue) Set(s string) error { return set((*int)(v), strconv.Atoi, s, "not an integer") }
+func (v *intValue) String() string     { return strconv.Itoa(int(*v)) }
+
+// set stores in p what parse makes of s, surrounding space trimmed; when
+// parse fails the error is msg alone: Load already quotes the input.
+func set[T any](p *T, parse func(string) (T, error), s, msg string) error {
+	v, err := parse(strings.TrimSpace(s))
 	if err != nil {
-		return errors.New("not an integer")
+		return errors.New(msg)
 	}
-	*v = intValue(n)
+	*p = v
 	return nil
 }
-func (v *intValue) String() string { return strconv.Itoa(int(*v)) }
 
 // maxSeconds bounds a bare number of seconds to what a time.Duration holds
 // (about 292 years).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -60,6 +61,28 @@ func TestLoadPrecedenceAndProblems(t *testing.T) {
 	}
 	if _, err := Load("t", list, []string{"stray"}, func(string) string { return "" }, io.Discard, func() {}); err == nil {
 		t.Error("a stray argument was accepted")
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{args: []string{"--n", "2"}},
+		{args: []string{"--n", "2", "a", "b"}, wantErr: `unexpected arguments ["a" "b"]`},
+		{args: []string{"--m"}, wantErr: "flag provided but not defined: -m"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		n := fs.Int("n", 0, "")
+		err := Parse(fs, tt.args)
+		if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
+			t.Errorf("Parse(%q) = %v, want %q", tt.args, err, tt.wantErr)
+		}
+		if tt.wantErr == "" && *n != 2 {
+			t.Errorf("Parse(%q) set n = %d", tt.args, *n)
+		}
 	}
 }
 

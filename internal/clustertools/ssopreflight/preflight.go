@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,32 +150,28 @@ func read(ctx context.Context, o Options) (*state, error) {
 // shapes returns the DaemonSets' and Deployments' pod templates and the
 // live pods in ns whose labels include want.
 func (s *state) shapes(ctx context.Context, ns string, want map[string]string) ([]podShape, error) {
-	sel := labels.SelectorFromSet(want)
-	var out []podShape
 	dss, err := s.o.Kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list DaemonSets in %s: %w", ns, err)
-	}
-	for _, ds := range dss.Items {
-		if sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
-			out = append(out, templateShape("DaemonSet", &ds.ObjectMeta, ds.Spec.Template))
-		}
 	}
 	deps, err := s.o.Kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list Deployments in %s: %w", ns, err)
 	}
+	var all []podShape
+	for _, ds := range dss.Items {
+		all = append(all, templateShape("DaemonSet", &ds.ObjectMeta, ds.Spec.Template))
+	}
 	for _, d := range deps.Items {
-		if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			out = append(out, templateShape("Deployment", &d.ObjectMeta, d.Spec.Template))
-		}
+		all = append(all, templateShape("Deployment", &d.ObjectMeta, d.Spec.Template))
 	}
 	for _, p := range s.pods {
-		if p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) {
-			out = append(out, podShape{what: "pod " + ns + "/" + p.Name, namespace: ns, labels: p.Labels, spec: p.Spec, ip: p.Status.PodIP})
+		if p.Namespace == ns {
+			all = append(all, podShape{what: "pod " + ns + "/" + p.Name, namespace: ns, labels: p.Labels, spec: p.Spec, ip: p.Status.PodIP})
 		}
 	}
-	return out, nil
+	sel := labels.SelectorFromSet(want)
+	return slices.DeleteFunc(all, func(sh podShape) bool { return !sel.Matches(sh.labels) }), nil
 }
 
 func templateShape(kind string, meta *metav1.ObjectMeta, t corev1.PodTemplateSpec) podShape {

@@ -200,9 +200,9 @@ func (a *App) routes() *http.ServeMux {
 	mux.HandleFunc("/api/echo/", serveEcho)
 	mux.HandleFunc("GET /api/messages", a.listMessages)
 	mux.HandleFunc("POST /api/messages", a.postMessage)
-	mux.HandleFunc("GET /api/files/{name...}", a.downloadFile)
-	mux.HandleFunc("PUT /api/files/{name...}", a.uploadFile)
-	mux.HandleFunc("GET /view/{name...}", a.viewFile)
+	mux.HandleFunc("GET /api/files/{name...}", withFileName(a.downloadFile))
+	mux.HandleFunc("PUT /api/files/{name...}", withFileName(a.uploadFile))
+	mux.HandleFunc("GET /view/{name...}", withFileName(a.viewFile))
 	return mux
 }
 

@@ -35,15 +35,23 @@ func validFileName(name string) bool {
 		!strings.ContainsAny(name, "\\\x00")
 }
 
+// withFileName runs h with the request's {name} once validFileName
+// accepts it, and answers 400 otherwise.
+func withFileName(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if !validFileName(name) {
+			http.Error(w, "invalid file name", http.StatusBadRequest)
+			return
+		}
+		h(w, r, name)
+	}
+}
+
 // uploadFile answers PUT /api/files/<name>: it stores the body (at most
 // MaxUploadBytes) under the workspace, creating parent directories, and
 // replaces an existing file only once the whole body has arrived.
-func (a *App) uploadFile(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if !validFileName(name) {
-		http.Error(w, "invalid file name", http.StatusBadRequest)
-		return
-	}
+func (a *App) uploadFile(w http.ResponseWriter, r *http.Request, name string) {
 	if dir := path.Dir(name); dir != "." {
 		if err := a.workspace.MkdirAll(dir, 0o700); err != nil {
 			a.fileError(w, "create directory", err)
@@ -77,12 +85,7 @@ func (a *App) uploadFile(w http.ResponseWriter, r *http.Request) {
 
 // downloadFile answers GET /api/files/<name> with the file's bytes, as an
 // opaque download (no content sniffing). Range requests work.
-func (a *App) downloadFile(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if !validFileName(name) {
-		http.Error(w, "invalid file name", http.StatusBadRequest)
-		return
-	}
+func (a *App) downloadFile(w http.ResponseWriter, r *http.Request, name string) {
 	f, err := a.workspace.Open(name)
 	if err != nil {
 		a.fileError(w, "open file", err)
@@ -105,12 +108,7 @@ func (a *App) downloadFile(w http.ResponseWriter, r *http.Request) {
 
 // viewFile answers GET /view/<name> with a workspace file rendered by the
 // browser (text/html for .html, else by extension), scripts and all.
-func (a *App) viewFile(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if !validFileName(name) {
-		http.Error(w, "invalid file name", http.StatusBadRequest)
-		return
-	}
+func (a *App) viewFile(w http.ResponseWriter, r *http.Request, name string) {
 	data, err := a.workspace.ReadFile(name)
 	if err != nil {
 		a.fileError(w, "read file", err)

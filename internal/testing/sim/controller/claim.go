@@ -29,13 +29,7 @@ type claimResult struct {
 // Sandbox's Ready condition and pod IPs into the claim's status.
 func (c *Controller) syncClaim(ctx context.Context, s *scope, ns, name string) (time.Duration, error) {
 	cached := s.claim(ns, name)
-	if cached == nil {
-		return 0, c.collect(ctx, s, kindClaim, ns, name, "")
-	}
-	if cached.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	if err := c.collect(ctx, s, kindClaim, ns, name, cached.UID); err != nil {
+	if live, err := collectLive(ctx, c, s, kindClaim, ns, name, cached); !live || err != nil {
 		return 0, err
 	}
 	res, err := c.bind(ctx, s, cached)

@@ -70,6 +70,22 @@ func (c *Controller) collect(ctx context.Context, s *scope, kind, ns, name strin
 	return nil
 }
 
+// collectLive runs collect for the kind ns/name owner whose cached copy
+// is obj (nil once it is gone) and reports whether the owner's sync goes
+// on: it exists and is not being deleted.
+func collectLive[O any, P interface {
+	*O
+	metav1.Object
+}](ctx context.Context, c *Controller, s *scope, kind, ns, name string, obj P) (bool, error) {
+	if obj == nil {
+		return false, c.collect(ctx, s, kind, ns, name, "")
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	return true, c.collect(ctx, s, kind, ns, name, obj.GetUID())
+}
+
 // ownerUID reads the owner's UID from the API server; "" when it is gone.
 func (c *Controller) ownerUID(ctx context.Context, kind, ns, name string) (types.UID, error) {
 	var obj metav1.Object

@@ -42,13 +42,7 @@ func (v *sandboxView) pod() *corev1.Pod {
 // and reports what it sees in its status.
 func (c *Controller) syncSandbox(ctx context.Context, s *scope, ns, name string) (time.Duration, error) {
 	cached := s.sandbox(ns, name)
-	if cached == nil {
-		return 0, c.collect(ctx, s, kindSandbox, ns, name, "")
-	}
-	if cached.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	if err := c.collect(ctx, s, kindSandbox, ns, name, cached.UID); err != nil {
+	if live, err := collectLive(ctx, c, s, kindSandbox, ns, name, cached); !live || err != nil {
 		return 0, err
 	}
 	sb := cached.DeepCopy()

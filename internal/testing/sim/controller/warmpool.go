@@ -19,13 +19,7 @@ import (
 // the cache, so a spare created a moment ago is never created twice.
 func (c *Controller) syncPool(ctx context.Context, s *scope, ns, name string) (time.Duration, error) {
 	pool := s.pool(ns, name)
-	if pool == nil {
-		return 0, c.collect(ctx, s, kindWarmPool, ns, name, "")
-	}
-	if pool.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	if err := c.collect(ctx, s, kindWarmPool, ns, name, pool.UID); err != nil {
+	if live, err := collectLive(ctx, c, s, kindWarmPool, ns, name, pool); !live || err != nil {
 		return 0, err
 	}
 	client := c.opts.Sandboxes.Sandboxes(ns)

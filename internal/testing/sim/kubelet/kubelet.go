@@ -244,26 +244,24 @@ func (k *Kubelet) terminate(uid types.UID) {
 // process died: the kubelet restarts it with restartCount+1, a new log
 // file and a new launch token.
 func (k *Kubelet) KillContainer(namespace, name string) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, w := range k.workers {
-		if w.namespace == namespace && w.name == name && !w.terminating() {
-			w.crash()
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: %s/%s", ErrNoContainer, namespace, name)
+	return k.running(namespace, name, (*worker).crash)
 }
 
 // EvictPod fails pod namespace/name for good, as a node-pressure eviction
 // or a reclaimed spot node does: the app stops and the pod reports phase
 // Failed (reason Evicted) until it is deleted; nothing restarts it.
 func (k *Kubelet) EvictPod(namespace, name string) error {
+	return k.running(namespace, name, (*worker).evict)
+}
+
+// running calls do with the worker of pod namespace/name unless it is
+// terminating; with no such worker it returns ErrNoContainer.
+func (k *Kubelet) running(namespace, name string, do func(*worker)) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, w := range k.workers {
 		if w.namespace == namespace && w.name == name && !w.terminating() {
-			w.evict()
+			do(w)
 			return nil
 		}
 	}
