@@ -154,6 +154,9 @@ func startPlatform(t *testing.T) *platform {
 
 func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
 	cp := testkit.ControlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
@@ -241,7 +244,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		testkit.Eventually(t, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
+		testkit.Eventually(t, n.name+" ready", func() bool { return testkit.Status("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
 }
@@ -285,27 +288,9 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 	if o.Idle {
 		p.sweepers = append(p.sweepers, auth.Sweeper())
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- auth.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	})
+	testkit.Run(t, name, auth.Run)
 	p.authURLs = append(p.authURLs, "http://"+auth.Addr())
 	testkit.Eventually(t, name+" ready", auth.Ready)
-}
-
-// getStatus is the status of a GET of url, 0 when it fails.
-func getStatus(url string) int {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // account is a signed-up user: bearer token and session cookie value.

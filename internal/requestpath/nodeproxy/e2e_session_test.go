@@ -17,9 +17,6 @@ import (
 // and through a hop), token rotation (bearer socket), account deletion.
 // Another user's socket stays open throughout.
 func TestE2EOpenSocketsEndWithTheSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatform(t)
 	alice := p.signup(0, "alice")
 	bob := p.signup(1, "bob")

@@ -23,9 +23,6 @@ import (
 // send is sent here as the browser would send it: same-origin requests
 // with the origin cookie, cross-origin ones with the browser's Origin.
 func TestE2ESubdomain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatformWith(t, platformOptions{Subdomain: true})
 	alice, bob := p.signup(0, "alice"), p.signup(1, "bob")
 	aliceHost, bobHost := userHost("alice"), userHost("bob")
