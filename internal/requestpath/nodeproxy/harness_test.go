@@ -519,22 +519,15 @@ func (h *harness) get(nodeName, path string, hdr map[string]string) *http.Respon
 
 func (h *harness) do(method, nodeName, path string, body io.Reader, hdr map[string]string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.url(nodeName, path), body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Host = testHost
-	for k, v := range hdr {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	return h.send(h.client, testkit.Request{Method: method, URL: h.url(nodeName, path), Header: hdr, Body: body})
+}
+
+// send sends r through client with Host testHost, unless r's headers name
+// another, and closes the response's body when the test ends.
+func (h *harness) send(client *http.Client, r testkit.Request) *http.Response {
+	h.t.Helper()
+	r.Host = testHost
+	resp := r.Send(h.t, client)
 	h.t.Cleanup(func() { resp.Body.Close() })
 	return resp
 }

@@ -156,20 +156,7 @@ func TestServeAllStopsWithAListener(t *testing.T) {
 // doTLS is h.do over HTTPS to node's TLS listener.
 func (h *harness) doTLS(client *http.Client, method, nodeName, path string, hdr map[string]string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, "https://"+h.nodes[nodeName].tlsAddr+path, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Host = testHost
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return h.send(client, testkit.Request{Method: method, URL: "https://" + h.nodes[nodeName].tlsAddr + path, Header: hdr})
 }
 
 // servedSerial is the serial number of the certificate the server showed.
