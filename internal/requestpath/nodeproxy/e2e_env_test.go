@@ -87,6 +87,7 @@ var (
 	closeCode    = nodeproxy.CloseCode
 	cookie       = nodeproxy.Cookie
 	echo         = nodeproxy.Echo
+	echoes       = nodeproxy.Echoes
 	findCookie   = nodeproxy.FindCookie
 	handshakesOf = nodeproxy.HandshakesOf
 	rawStatus    = nodeproxy.RawStatus
@@ -367,19 +368,7 @@ func (p *platform) getAt(i int, host, path string, hdr map[string]string) *http.
 // send is a request with any method to node i's proxy for host.
 func (p *platform) send(i int, method, host, path string, hdr map[string]string) *http.Response {
 	p.t.Helper()
-	req, err := http.NewRequest(method, "http://"+p.nodes[i].addr+path, nil)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Host = host
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := e2eClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return resp
+	return testkit.Request{Method: method, URL: "http://" + p.nodes[i].addr + path, Host: host, Header: hdr}.Send(p.t, e2eClient)
 }
 
 var e2eClient = &http.Client{

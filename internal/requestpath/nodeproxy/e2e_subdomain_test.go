@@ -3,6 +3,7 @@ package nodeproxy_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -80,13 +81,7 @@ func TestE2ESubdomain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("WebSocket through node %d: %v", i, err)
 			}
-			c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if err := c.WriteMessage(websocket.TextMessage, []byte("hi")); err != nil {
-				t.Fatal(err)
-			}
-			if _, got, err := c.ReadMessage(); err != nil || string(got) != "hi" {
-				t.Errorf("WebSocket echo through node %d: %q %v", i, got, err)
-			}
+			echoes(t, c, fmt.Sprintf("through node %d", i))
 			c.Close()
 		}
 	})

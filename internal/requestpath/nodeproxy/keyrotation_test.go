@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fasthttp/websocket"
-
 	"github.com/sandgate/sandgate/internal/jwt"
 )
 
@@ -83,12 +81,7 @@ func TestRetiredKeyGoesThroughRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WebSocket after rotations: %v", err)
 	}
-	if err := c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.ReadMessage(); err != nil {
-		t.Fatalf("WebSocket after rotations closed: %v", err)
-	}
+	echoes(t, c, "after rotations")
 	c.Close()
 	wsResp.Body.Close()
 

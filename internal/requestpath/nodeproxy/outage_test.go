@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -134,12 +135,7 @@ func TestAuthAPIOutageSignsNobodyOut(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: WebSocket of a valid session during the outage: %v", step, err)
 		}
-		if err := c.WriteMessage(websocket.TextMessage, []byte("still here")); err != nil {
-			t.Fatal(err)
-		}
-		if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "still here" {
-			t.Fatalf("step %d: WebSocket echo %q %v", step, msg, err)
-		}
+		echoes(t, c, fmt.Sprintf("still here at step %d", step))
 		c.Close()
 		wsResp.Body.Close()
 		h.clock.Advance(10 * time.Second)
