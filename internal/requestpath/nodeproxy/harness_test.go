@@ -475,7 +475,24 @@ func (h *harness) addUser(user, nodeName string) *pod {
 // session signs a session token for user at the harness clock.
 func (h *harness) session(user string) string {
 	h.t.Helper()
-	tok, err := h.signer.Sign(jwt.Claims{User: user, SessionID: h.sessionID(user), Epoch: 1})
+	return h.sessionSignedBy(h.signer, user)
+}
+
+// foreignSigner signs the harness's tokens with a key that neither the node
+// proxies nor the auth API hold.
+func (h *harness) foreignSigner() *jwt.Signer {
+	h.t.Helper()
+	s, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: jwt.NewKeyRing(time.Now()), Issuer: testIssuer, Audience: testAudience, Lifetime: testLifetime, Now: h.clock.Now})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// sessionSignedBy is a session token for user signed by s.
+func (h *harness) sessionSignedBy(s *jwt.Signer, user string) string {
+	h.t.Helper()
+	tok, err := s.Sign(jwt.Claims{User: user, SessionID: h.sessionID(user), Epoch: 1})
 	if err != nil {
 		h.t.Fatal(err)
 	}
