@@ -196,17 +196,6 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 		}
 	}
 	kube, sb := testkit.Clients(t, cfg)
-	runCtx, stop := context.WithCancel(ctx)
-	var done []chan error
-	t.Cleanup(func() {
-		stop()
-		for _, d := range done {
-			if err := <-d; err != nil {
-				t.Errorf("node proxy: %v", err)
-			}
-		}
-	})
-
 	port := 0
 	for i := 1; i <= 2; i++ {
 		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
@@ -239,9 +228,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 			t.Fatal(err)
 		}
 		n.idx, n.ops = n.d.Index(), n.d.OpsAddr()
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- n.d.Run(runCtx) }()
+		testkit.Run(t, n.name+"'s node proxy", n.d.Run)
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
