@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fasthttp/websocket"
-
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/testing/sim/agentapp"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -134,10 +132,7 @@ func TestUpstream401RefreshesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.WriteMessage(websocket.TextMessage, []byte("after restart"))
-	if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "after restart" {
-		t.Errorf("WebSocket after an app restart: %q %v", msg, err)
-	}
+	echoes(t, c, "after an app restart")
 }
 
 // TestInFlightCap: MAX_IN_FLIGHT_PER_USER counts streams and WebSockets;

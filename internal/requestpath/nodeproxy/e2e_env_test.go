@@ -87,6 +87,7 @@ var (
 	closeCode    = nodeproxy.CloseCode
 	cookie       = nodeproxy.Cookie
 	echo         = nodeproxy.Echo
+	echoes       = nodeproxy.Echoes
 	findCookie   = nodeproxy.FindCookie
 	handshakesOf = nodeproxy.HandshakesOf
 	rawStatus    = nodeproxy.RawStatus
@@ -154,6 +155,9 @@ func startPlatform(t *testing.T) *platform {
 
 func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
 	cp := testkit.ControlPlane(t)
 	ctx := context.Background()
 	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
@@ -192,17 +196,6 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 		}
 	}
 	kube, sb := testkit.Clients(t, cfg)
-	runCtx, stop := context.WithCancel(ctx)
-	var done []chan error
-	t.Cleanup(func() {
-		stop()
-		for _, d := range done {
-			if err := <-d; err != nil {
-				t.Errorf("node proxy: %v", err)
-			}
-		}
-	})
-
 	port := 0
 	for i := 1; i <= 2; i++ {
 		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
@@ -235,13 +228,11 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 			t.Fatal(err)
 		}
 		n.idx, n.ops = n.d.Index(), n.d.OpsAddr()
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- n.d.Run(runCtx) }()
+		testkit.Run(t, n.name+"'s node proxy", n.d.Run)
 		p.nodes = append(p.nodes, n)
 	}
 	for _, n := range p.nodes {
-		testkit.Eventually(t, n.name+" ready", func() bool { return getStatus("http://"+n.ops+"/readyz") == http.StatusOK })
+		testkit.Eventually(t, n.name+" ready", func() bool { return testkit.Status("http://"+n.ops+"/readyz") == http.StatusOK })
 	}
 	return p
 }
@@ -285,27 +276,9 @@ func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
 	if o.Idle {
 		p.sweepers = append(p.sweepers, auth.Sweeper())
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- auth.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	})
+	testkit.Run(t, name, auth.Run)
 	p.authURLs = append(p.authURLs, "http://"+auth.Addr())
 	testkit.Eventually(t, name+" ready", auth.Ready)
-}
-
-// getStatus is the status of a GET of url, 0 when it fails.
-func getStatus(url string) int {
-	resp, err := http.Get(url)
-	if err != nil {
-		return 0
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // account is a signed-up user: bearer token and session cookie value.
@@ -382,19 +355,7 @@ func (p *platform) getAt(i int, host, path string, hdr map[string]string) *http.
 // send is a request with any method to node i's proxy for host.
 func (p *platform) send(i int, method, host, path string, hdr map[string]string) *http.Response {
 	p.t.Helper()
-	req, err := http.NewRequest(method, "http://"+p.nodes[i].addr+path, nil)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	req.Host = host
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := e2eClient.Do(req)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return resp
+	return testkit.Request{Method: method, URL: "http://" + p.nodes[i].addr + path, Host: host, Header: hdr}.Send(p.t, e2eClient)
 }
 
 var e2eClient = &http.Client{

@@ -33,9 +33,6 @@ const e2eSuspendBound = e2eIdleTimeout + 2*e2eReportInterval + 3*time.Second
 // real API server, the simulated two-node cluster, two auth API replicas
 // with leader-elected sweepers and two node proxies reporting activity.
 func TestE2EIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatformWith(t, platformOptions{Idle: true})
 	testkit.Eventually(t, "a sweeper leader", func() bool {
 		for _, s := range p.sweepers {
@@ -240,9 +237,6 @@ func TestE2EIdle(t *testing.T) {
 // IDLE_COUNTS_OPEN_CONNECTIONS=true: an open WebSocket that carries nothing
 // keeps its sandbox awake until it closes.
 func TestE2EIdleCountingOpenConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatformWith(t, platformOptions{Idle: true, CountOpenConnections: true})
 	dave := p.signup(0, "dave")
 	sandbox := p.sandboxOf("dave")

@@ -68,13 +68,7 @@ func TestE2EKeyRotationKeepsIdleUsers(t *testing.T) {
 		}
 
 		c := p.dialWS(t, i, "alice", alice.session)
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		if err := c.WriteMessage(websocket.TextMessage, []byte("hi")); err != nil {
-			t.Fatalf("WebSocket via %s: %v", n.name, err)
-		}
-		if _, got, err := c.ReadMessage(); err != nil || string(got) != "hi" {
-			t.Errorf("WebSocket echo via %s after two rotations: %q %v", n.name, got, err)
-		}
+		echoes(t, c, "via "+n.name+" after two rotations")
 		c.Close()
 
 		stream := p.get(i, "/u/alice/api/events", map[string]string{"Cookie": cookie(alice.session)})
@@ -111,7 +105,7 @@ func TestE2EKeyResetReachesEveryNodeProxy(t *testing.T) {
 	local, hopped := p.dialWS(t, home, "alice", alice.session), p.dialWS(t, 1-home, "alice", alice.session)
 	bearer := p.dialBearerWS(t, home, "alice", alice.bearer)
 	for _, c := range []*websocket.Conn{local, hopped, bearer} {
-		wsEcho(t, c, "before the reset")
+		echoes(t, c, "before the reset")
 	}
 
 	secrets := p.kube.CoreV1().Secrets(p.ns)
@@ -142,7 +136,7 @@ func TestE2EKeyResetReachesEveryNodeProxy(t *testing.T) {
 			t.Errorf("alice's cookie socket %s after the reset: close %d, want %d", name, got, closeUnauthenticated)
 		}
 	}
-	wsEcho(t, bearer, "alice's API client after the reset")
+	echoes(t, bearer, "alice's API client after the reset")
 }
 
 // signupUnseen signs user up through node i's proxy and waits until the

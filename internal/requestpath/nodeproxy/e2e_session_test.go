@@ -17,44 +17,41 @@ import (
 // and through a hop), token rotation (bearer socket), account deletion.
 // Another user's socket stays open throughout.
 func TestE2EOpenSocketsEndWithTheSession(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatform(t)
 	alice := p.signup(0, "alice")
 	bob := p.signup(1, "bob")
 	home := p.podNode("alice")
 
 	bobWS := p.dialWS(t, p.podNode("bob"), "bob", bob.session)
-	wsEcho(t, bobWS, "bob opens")
+	echoes(t, bobWS, "bob opens")
 
 	t.Run("sign out everywhere", func(t *testing.T) {
 		local := p.dialWS(t, home, "alice", alice.session)
 		hopped := p.dialWS(t, 1-home, "alice", alice.session)
-		wsEcho(t, local, "alice on the pod's node")
-		wsEcho(t, hopped, "alice through a hop")
+		echoes(t, local, "alice on the pod's node")
+		echoes(t, hopped, "alice through a hop")
 		p.mutate(t, http.MethodPost, "/users/alice/logout", alice.bearer, http.StatusNoContent)
 		for name, c := range map[string]*websocket.Conn{"on the pod's node": local, "through a hop": hopped} {
 			if got := closeCode(t, c); got != closeUnauthenticated {
 				t.Errorf("alice's socket %s: close %d, want %d", name, got, closeUnauthenticated)
 			}
 		}
-		wsEcho(t, bobWS, "bob after alice signed out everywhere")
+		echoes(t, bobWS, "bob after alice signed out everywhere")
 	})
 
 	t.Run("token rotation ends a bearer socket", func(t *testing.T) {
 		c := p.dialBearerWS(t, home, "alice", alice.bearer)
-		wsEcho(t, c, "alice's API client")
+		echoes(t, c, "alice's API client")
 		p.mutate(t, http.MethodPost, "/users/alice/token", alice.bearer, http.StatusOK)
 		if got := closeCode(t, c); got != closeUnauthenticated {
 			t.Errorf("bearer socket after rotation: close %d, want %d", got, closeUnauthenticated)
 		}
-		wsEcho(t, bobWS, "bob after alice's rotation")
+		echoes(t, bobWS, "bob after alice's rotation")
 	})
 
 	t.Run("account deletion", func(t *testing.T) {
 		c := p.dialBearerWS(t, p.podNode("bob"), "bob", bob.bearer)
-		wsEcho(t, c, "bob's API client")
+		echoes(t, c, "bob's API client")
 		p.mutate(t, http.MethodDelete, "/users/bob", bob.bearer, 0)
 		for name, c := range map[string]*websocket.Conn{"cookie": bobWS, "bearer": c} {
 			if got := closeCode(t, c); got != closeUnauthenticated {
@@ -96,16 +93,4 @@ func (p *platform) dialBearerWS(t *testing.T, i int, user, bearer string) *webso
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// wsEcho sends msg on c and waits for the app's echo.
-func wsEcho(t *testing.T, c *websocket.Conn, msg string) {
-	t.Helper()
-	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatalf("write %q: %v", msg, err)
-	}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
-		t.Fatalf("echo of %q: %q, %v", msg, got, err)
-	}
 }

@@ -3,6 +3,7 @@ package nodeproxy_test
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,9 +24,6 @@ import (
 // send is sent here as the browser would send it: same-origin requests
 // with the origin cookie, cross-origin ones with the browser's Origin.
 func TestE2ESubdomain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatformWith(t, platformOptions{Subdomain: true})
 	alice, bob := p.signup(0, "alice"), p.signup(1, "bob")
 	aliceHost, bobHost := userHost("alice"), userHost("bob")
@@ -83,13 +81,7 @@ func TestE2ESubdomain(t *testing.T) {
 			if err != nil {
 				t.Fatalf("WebSocket through node %d: %v", i, err)
 			}
-			c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			if err := c.WriteMessage(websocket.TextMessage, []byte("hi")); err != nil {
-				t.Fatal(err)
-			}
-			if _, got, err := c.ReadMessage(); err != nil || string(got) != "hi" {
-				t.Errorf("WebSocket echo through node %d: %q %v", i, got, err)
-			}
+			echoes(t, c, fmt.Sprintf("through node %d", i))
 			c.Close()
 		}
 	})

@@ -20,9 +20,6 @@ import (
 // sign up through a node proxy and use their agent app through either
 // node. The API server outage comes last.
 func TestE2EPlatform(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
 	p := startPlatform(t)
 	alice := p.signup(0, "alice")
 	bob := p.signup(1, "bob")

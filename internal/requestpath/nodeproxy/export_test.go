@@ -9,6 +9,7 @@ var (
 	CloseCode    = closeCode
 	Cookie       = cookie
 	Echo         = echo
+	Echoes       = echoes
 	FindCookie   = findCookie
 	HandshakesOf = handshakesOf
 	RawStatus    = rawStatus

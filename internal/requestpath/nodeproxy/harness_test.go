@@ -475,7 +475,24 @@ func (h *harness) addUser(user, nodeName string) *pod {
 // session signs a session token for user at the harness clock.
 func (h *harness) session(user string) string {
 	h.t.Helper()
-	tok, err := h.signer.Sign(jwt.Claims{User: user, SessionID: h.sessionID(user), Epoch: 1})
+	return h.sessionSignedBy(h.signer, user)
+}
+
+// foreignSigner signs the harness's tokens with a key that neither the node
+// proxies nor the auth API hold.
+func (h *harness) foreignSigner() *jwt.Signer {
+	h.t.Helper()
+	s, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: jwt.NewKeyRing(time.Now()), Issuer: testIssuer, Audience: testAudience, Lifetime: testLifetime, Now: h.clock.Now})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+// sessionSignedBy is a session token for user signed by s.
+func (h *harness) sessionSignedBy(s *jwt.Signer, user string) string {
+	h.t.Helper()
+	tok, err := s.Sign(jwt.Claims{User: user, SessionID: h.sessionID(user), Epoch: 1})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -519,22 +536,15 @@ func (h *harness) get(nodeName, path string, hdr map[string]string) *http.Respon
 
 func (h *harness) do(method, nodeName, path string, body io.Reader, hdr map[string]string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.url(nodeName, path), body)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Host = testHost
-	for k, v := range hdr {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	return h.send(h.client, testkit.Request{Method: method, URL: h.url(nodeName, path), Header: hdr, Body: body})
+}
+
+// send sends r through client with Host testHost, unless r's headers name
+// another, and closes the response's body when the test ends.
+func (h *harness) send(client *http.Client, r testkit.Request) *http.Response {
+	h.t.Helper()
+	r.Host = testHost
+	resp := r.Send(h.t, client)
 	h.t.Cleanup(func() { resp.Body.Close() })
 	return resp
 }

@@ -79,10 +79,7 @@ func TestCrossNodeHop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.WriteMessage(websocket.TextMessage, []byte("via node-b"))
-	if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "via node-b" {
-		t.Fatalf("echo through the hop: %q %v", msg, err)
-	}
+	echoes(t, c, "through the hop to node-b")
 	c.WriteMessage(websocket.TextMessage, []byte("close:4321"))
 	if got := closeCode(t, c); got != 4321 {
 		t.Errorf("close through the hop: %d", got)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fasthttp/websocket"
-
 	"github.com/sandgate/sandgate/internal/jwt"
 )
 
@@ -83,12 +81,7 @@ func TestRetiredKeyGoesThroughRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("WebSocket after rotations: %v", err)
 	}
-	if err := c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.ReadMessage(); err != nil {
-		t.Fatalf("WebSocket after rotations closed: %v", err)
-	}
+	echoes(t, c, "after rotations")
 	c.Close()
 	wsResp.Body.Close()
 
@@ -116,14 +109,7 @@ func TestRetiredKeyGoesThroughRenewal(t *testing.T) {
 func TestForeignKeyRefusedAfterRenewal(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	h.addUser("alice", "node-a")
-	foreign, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: jwt.NewKeyRing(time.Now()), Issuer: testIssuer, Audience: testAudience, Lifetime: testLifetime, Now: h.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := foreign.Sign(jwt.Claims{User: "alice", SessionID: h.sessionID("alice"), Epoch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := h.sessionSignedBy(h.foreignSigner(), "alice")
 	before := len(h.pods["alice"].log.requests())
 	resp := h.get("node-a", "/u/alice/", map[string]string{"Cookie": cookie(tok)})
 	readAll(t, resp)
@@ -145,16 +131,9 @@ func TestForeignKeyRefusedAfterRenewal(t *testing.T) {
 func TestUnknownKeyRenewalsThrottledPerClient(t *testing.T) {
 	h := newHarness(t, harnessOpts{modify: func(o *Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }})
 	h.addUser("alice", "node-a")
-	foreign, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: jwt.NewKeyRing(time.Now()), Issuer: testIssuer, Audience: testAudience, Lifetime: testLifetime, Now: h.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	foreign := h.foreignSigner()
 	forged := func(from string) *http.Response {
-		tok, err := foreign.Sign(jwt.Claims{User: "alice", SessionID: h.sessionID("alice"), Epoch: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := h.get("node-a", "/u/alice/", map[string]string{"Cookie": cookie(tok), "X-Forwarded-For": from})
+		resp := h.get("node-a", "/u/alice/", map[string]string{"Cookie": cookie(h.sessionSignedBy(foreign, "alice")), "X-Forwarded-For": from})
 		readAll(t, resp)
 		return resp
 	}

@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/sandgate/sandgate/internal/jwt"
 )
 
 // outageHarness is a harness whose node proxies reach the auth API stand-in
@@ -109,15 +108,7 @@ func TestAuthAPIOutageSignsNobodyOut(t *testing.T) {
 	if resp, body := bob.get("/u/bob/api/echo"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("bob before the outage: %d %s", resp.StatusCode, body)
 	}
-	foreign, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: jwt.NewKeyRing(time.Now()), Issuer: testIssuer, Audience: testAudience, Lifetime: testLifetime, Now: h.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreignTok, err := foreign.Sign(jwt.Claims{User: "alice", SessionID: h.sessionID("alice"), Epoch: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unknownKid := newBrowser(h, foreignTok)
+	unknownKid := newBrowser(h, h.sessionSignedBy(h.foreignSigner(), "alice"))
 
 	// The outage starts 30 s before alice's token expires; bob's has more
 	// than half its life spent, so each of his requests would renew it.
@@ -134,12 +125,7 @@ func TestAuthAPIOutageSignsNobodyOut(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %d: WebSocket of a valid session during the outage: %v", step, err)
 		}
-		if err := c.WriteMessage(websocket.TextMessage, []byte("still here")); err != nil {
-			t.Fatal(err)
-		}
-		if _, msg, err := c.ReadMessage(); err != nil || string(msg) != "still here" {
-			t.Fatalf("step %d: WebSocket echo %q %v", step, msg, err)
-		}
+		echoes(t, c, fmt.Sprintf("still here at step %d", step))
 		c.Close()
 		wsResp.Body.Close()
 		h.clock.Advance(10 * time.Second)
@@ -205,8 +191,7 @@ func TestAuthAPIOutageSignsNobodyOut(t *testing.T) {
 func TestWakeDuringAuthAPIOutage(t *testing.T) {
 	h, svc := outageHarness(t, wakeOpts(time.Minute, nil))
 	h.addUser("alice", "node-a")
-	ready := h.suspend("alice")
-	h.auth.setOnWake(func(user string) { h.dir.set(user, ready) })
+	h.suspendUntilWoken("alice", 0)
 	hdr := map[string]string{"Authorization": "Bearer tok-alice"}
 
 	svc.stop()

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/clustertools/certs"
 	"github.com/sandgate/sandgate/internal/testing/logbuf"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
@@ -83,7 +83,7 @@ func TestTLSListener(t *testing.T) {
 		t.Errorf("after rotation served %v, want %v", got, second)
 	}
 
-	writeKey(t, keyFile, newKey(t)) // no longer the certificate's key
+	writeNewKey(t, keyFile) // no longer the certificate's key
 	clk.Advance(DefaultCertCheckInterval)
 	if got := served(); got.Cmp(second) != 0 {
 		t.Errorf("after a bad pair served %v, want the last good %v", got, second)
@@ -101,7 +101,7 @@ func TestCertificateRefusesBadPairs(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca.issue(t, certFile, keyFile)
 	otherKey := filepath.Join(dir, "other.key")
-	writeKey(t, otherKey, newKey(t))
+	writeNewKey(t, otherKey)
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
@@ -156,20 +156,7 @@ func TestServeAllStopsWithAListener(t *testing.T) {
 // doTLS is h.do over HTTPS to node's TLS listener.
 func (h *harness) doTLS(client *http.Client, method, nodeName, path string, hdr map[string]string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(method, "https://"+h.nodes[nodeName].tlsAddr+path, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Host = testHost
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return h.send(client, testkit.Request{Method: method, URL: "https://" + h.nodes[nodeName].tlsAddr + path, Header: hdr})
 }
 
 // servedSerial is the serial number of the certificate the server showed.
@@ -182,28 +169,15 @@ func servedSerial(t *testing.T, resp *http.Response) *big.Int {
 }
 
 // testCA issues the node proxy's certificates in tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
+type testCA struct{ *certs.CA }
 
 func newTestCA(t *testing.T) *testCA {
 	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sandgate test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ca, err := certs.NewCA("sandgate test CA", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key}
+	return &testCA{ca}
 }
 
 // issue writes a new certificate for the harness's node IPs and its key,
@@ -211,31 +185,25 @@ func newTestCA(t *testing.T) *testCA {
 // files, and returns its serial number.
 func (ca *testCA) issue(t *testing.T, certFile, keyFile string) *big.Int {
 	t.Helper()
-	key := newKey(t)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	certPEM, keyPEM, err := ca.Issue(certs.Server("nodeproxy", nodeIPs["node-a"], nodeIPs["node-b"]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "nodeproxy"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP(nodeIPs["node-a"]), net.ParseIP(nodeIPs["node-b"])},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	replaceFile(t, certFile, certPEM)
+	replaceFile(t, keyFile, keyPEM)
+	block, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	replaceFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	writeKey(t, keyFile, key)
-	return serial
+	return cert.SerialNumber
 }
 
 // client trusts only the CA and opens a connection (a handshake) per
 // request.
 func (ca *testCA) client(t *testing.T) *http.Client {
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AppendCertsFromPEM(ca.PEM)
 	c := &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true},
@@ -244,22 +212,18 @@ func (ca *testCA) client(t *testing.T) *http.Client {
 	return c
 }
 
-func newKey(t *testing.T) *ecdsa.PrivateKey {
+// writeNewKey writes a key that no certificate has to name.
+func writeNewKey(t *testing.T, name string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return key
-}
-
-func writeKey(t *testing.T, name string, key *ecdsa.PrivateKey) {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	keyPEM, err := certs.KeyPEM(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	replaceFile(t, name, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	replaceFile(t, name, keyPEM)
 }
 
 // replaceFile puts data at name in one rename.

@@ -56,14 +56,20 @@ func (h *harness) suspend(user string) informer.Entry {
 	return ready
 }
 
+// suspendUntilWoken suspends user's sandbox; a wake call brings it back
+// Ready after delay, as the controller takes a moment to.
+func (h *harness) suspendUntilWoken(user string, delay time.Duration) {
+	h.t.Helper()
+	ready := h.suspend(user)
+	h.auth.setOnWake(func(user string) {
+		time.AfterFunc(delay, func() { h.dir.set(user, ready) })
+	})
+}
+
 func TestWakeOnConnectOneCallThenServed(t *testing.T) {
 	h := newHarness(t, wakeOpts(10*time.Second, nil))
 	h.addUser("alice", "node-a")
-	ready := h.suspend("alice")
-	h.auth.setOnWake(func(user string) {
-		// The controller takes a moment to bring the pod back.
-		time.AfterFunc(300*time.Millisecond, func() { h.dir.set(user, ready) })
-	})
+	h.suspendUntilWoken("alice", 300*time.Millisecond)
 	hdr := map[string]string{"Authorization": "Bearer tok-alice"}
 
 	const n = 20
@@ -113,10 +119,7 @@ func TestWakeOnConnectOneCallThenServed(t *testing.T) {
 func TestSuspendedAgainIsWokenAgain(t *testing.T) {
 	h := newHarness(t, wakeOpts(10*time.Second, nil))
 	h.addUser("alice", "node-a")
-	ready := h.suspend("alice")
-	h.auth.setOnWake(func(user string) {
-		time.AfterFunc(50*time.Millisecond, func() { h.dir.set(user, ready) })
-	})
+	h.suspendUntilWoken("alice", 50*time.Millisecond)
 	hdr := map[string]string{"Authorization": "Bearer tok-alice"}
 	for round := 1; round <= 2; round++ {
 		if round == 2 {

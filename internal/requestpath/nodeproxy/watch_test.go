@@ -75,18 +75,6 @@ func (h *harness) endedCount(method string) float64 {
 	return v
 }
 
-// echoes reports whether c, open, echoes a message.
-func echoes(t *testing.T, c *websocket.Conn, msg string) {
-	t.Helper()
-	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatalf("write %q: %v", msg, err)
-	}
-	c.SetReadDeadline(time.Now().Add(testkit.Timeout))
-	if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
-		t.Fatalf("echo of %q: %q, %v", msg, got, err)
-	}
-}
-
 // openWS dials user's agent WebSocket through node-a with hdr and checks
 // that it echoes.
 func (h *harness) openWS(user string, hdr http.Header) *websocket.Conn {

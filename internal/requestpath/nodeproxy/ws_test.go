@@ -51,6 +51,18 @@ func closeCode(t *testing.T, c *websocket.Conn) int {
 	}
 }
 
+// echoes sends msg on c and fails the test unless the app echoes it.
+func echoes(t *testing.T, c *websocket.Conn, msg string) {
+	t.Helper()
+	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+		t.Fatalf("write %q: %v", msg, err)
+	}
+	c.SetReadDeadline(time.Now().Add(testkit.Timeout))
+	if _, got, err := c.ReadMessage(); err != nil || string(got) != msg {
+		t.Fatalf("echo of %q: %q, %v", msg, got, err)
+	}
+}
+
 func TestWebSocketEchoAndCloseCodes(t *testing.T) {
 	h := newHarness(t, harnessOpts{modify: func(o *Options) { o.WSMaxMessageBytes = 64 << 10 }})
 	h.addUser("alice", "node-a")

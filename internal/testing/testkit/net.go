@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -26,4 +27,38 @@ func Status(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// Request is an HTTP request a test sends.
+type Request struct {
+	Method, URL string
+	// Host, when set, is the request's Host; a "Host" entry in Header
+	// overrides it.
+	Host   string
+	Header map[string]string
+	Body   io.Reader
+}
+
+// Send sends r through client and fails the test when no response comes.
+func (r Request) Send(t testing.TB, client *http.Client) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(r.Method, r.URL, r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Host != "" {
+		req.Host = r.Host
+	}
+	for k, v := range r.Header {
+		if http.CanonicalHeaderKey(k) == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

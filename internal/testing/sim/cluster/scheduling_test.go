@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -27,15 +26,7 @@ func TestLeaveScheduling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller run: %v", err)
-		}
-	})
+	testkit.Run(t, "controller run", ctrl.Run)
 	if err := cluster.CreatePool(t.Context(), sb, ns, poolName, 1, "gateway.example"); err != nil {
 		t.Fatal(err)
 	}

@@ -40,19 +40,15 @@ func startKubelet(t *testing.T, nodes int, tweak func(*Options)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- k.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("kubelet run: %v", err)
-		}
+	stopped := make(chan struct{})
+	testkit.Run(t, "kubelet run", func(ctx context.Context) error {
+		defer close(stopped)
+		return k.Run(ctx)
 	})
 	select {
 	case <-k.Ready():
-	case err := <-done:
-		t.Fatalf("kubelet stopped: %v", err)
+	case <-stopped:
+		t.Fatal("kubelet stopped before it was ready")
 	case <-time.After(30 * time.Second):
 		t.Fatal("kubelet not ready")
 	}
