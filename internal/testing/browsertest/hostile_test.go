@@ -141,10 +141,7 @@ func hostileFlow(s *session, p *platform, user, other string) {
 		return nil
 	})
 	s.do("still signed in on the main origin", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		return until(ctx, "the signed-in landing page", s.landingSignedIn(user))
+		return openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user))
 	})
 	s.do("account and claim intact", stepTimeout, func(ctx context.Context) error {
 		name := account.ClaimName(authapi.DefaultClaimPrefix, user)

@@ -28,10 +28,7 @@ func TestAgentScriptNeverSeesTheToken(t *testing.T) {
 	s := newSession(t, startBrowser(t, p), p, dir, "carol")
 	var token string
 	s.do("signup form", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signup form", s.landingAnonymous()); err != nil {
+		if err := openLanding(ctx, s, "the signup form", s.landingAnonymous()); err != nil {
 			return err
 		}
 		return typeInto(ctx, `form[action="/users"] input[name="user"]`, "carol")
@@ -98,20 +95,8 @@ func TestAgentScriptCannotTakeANewToken(t *testing.T) {
 	s := newSession(t, startBrowser(t, p), p, dir, "dora")
 	var token string
 	s.do("signup", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signup form", s.landingAnonymous()); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/users"] input[name="user"]`, "dora"); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/users"] button`); err != nil {
-			return err
-		}
 		var err error
-		token, err = readTokenPage(ctx, s, "dora")
+		token, err = signUp(ctx, s, "dora")
 		return err
 	})
 	tokenHolds := func(ctx context.Context, tok string) error {
