@@ -95,10 +95,7 @@ func runFlows(t *testing.T, mode userorigin.Mode) {
 			linkIsolationFlow(bob, "alice")
 			alice.t = t
 			alice.do("alice still reaches her agent", agentTimeout, func(ctx context.Context) error {
-				if _, err := navigateURL(ctx, p.agentURL("alice", "")); err != nil {
-					return err
-				}
-				return until(ctx, "alice's agent", alice.agentReady("alice"))
+				return openAgent(ctx, alice, "alice", "alice's agent", alice.agentReady("alice"))
 			})
 		}},
 	}
@@ -248,10 +245,7 @@ func originCookies(ctx context.Context, s *session, user string) error {
 func reloadFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	s.do("agent reopened", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
-			return err
-		}
-		return until(ctx, "the agent", s.agentReady(user))
+		return openAgent(ctx, s, user, "the agent", s.agentReady(user))
 	})
 	s.do("reload keeps the session", agentTimeout, func(ctx context.Context) error {
 		code, err := reload(ctx)
@@ -350,6 +344,15 @@ func openLanding(ctx context.Context, s *session, what, cond string) error {
 	return until(ctx, what, cond)
 }
 
+// openAgent opens user's agent and waits, naming what it waits for, until
+// cond holds on it.
+func openAgent(ctx context.Context, s *session, user, what, cond string) error {
+	if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
+		return err
+	}
+	return until(ctx, what, cond)
+}
+
 // signUp signs user up through the anonymous landing page's form and
 // returns the token its answer shows.
 func signUp(ctx context.Context, s *session, user string) (string, error) {
@@ -424,10 +427,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	msg := "before the nap, " + user
 	s.do("message posted before the suspend", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
-			return err
-		}
-		if err := until(ctx, "the agent", s.agentReady(user)); err != nil {
+		if err := openAgent(ctx, s, user, "the agent", s.agentReady(user)); err != nil {
 			return err
 		}
 		return postMessage(ctx, msg)

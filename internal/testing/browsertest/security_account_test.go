@@ -50,10 +50,7 @@ func TestAgentScriptNeverSeesTheToken(t *testing.T) {
 		return nil
 	})
 	s.do("agent page's fetch of / holds no token", agentTimeout, func(ctx context.Context) error {
-		if err := click(ctx, `a[href="/u/carol/"]`); err != nil {
-			return err
-		}
-		if err := until(ctx, "carol's agent", s.agentReady("carol")); err != nil {
+		if err := openAgentFromTokenPage(ctx, s, "carol"); err != nil {
 			return err
 		}
 		page, err := evalAsync(ctx, `fetch('/', {credentials: 'include'}).then(r => r.text())`)
@@ -114,10 +111,7 @@ func TestAgentScriptCannotTakeANewToken(t *testing.T) {
 		return nil
 	}
 	s.do("agent page's fetch for a new token refused", agentTimeout, func(ctx context.Context) error {
-		if err := click(ctx, `a[href="/u/dora/"]`); err != nil {
-			return err
-		}
-		if err := until(ctx, "dora's agent", s.agentReady("dora")); err != nil {
+		if err := openAgentFromTokenPage(ctx, s, "dora"); err != nil {
 			return err
 		}
 		for _, path := range []string{"/users/dora/token", "/recreate"} {
