@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -56,7 +55,7 @@ func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 	t.Cleanup(func() { _ = adminClaims.Delete(context.Background(), foreign.Name, metav1.DeleteOptions{}) })
 
 	privileged := []byte(`[{"op":"add","path":"/spec/podTemplate/spec/containers/0/securityContext","value":{"privileged":true}}]`)
-	waitForPolicy(t, func() error {
+	waitForPolicy(t, authapiPolicy, func() error {
 		_, err := sandboxes.Patch(ctx, sb.Name, types.JSONPatchType, privileged, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	})
@@ -152,15 +151,7 @@ func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 		{"delete the account claim", func() error { return claims.Delete(ctx, claimName, metav1.DeleteOptions{}) }, true},
 	}
 	for _, tt := range tests {
-		err := tt.write()
-		switch {
-		case tt.allowed && err != nil:
-			t.Errorf("%s: refused, want allowed: %v", tt.name, err)
-		case !tt.allowed && err == nil:
-			t.Errorf("%s: allowed, want refused", tt.name)
-		case !tt.allowed && !refusedBy(err, authapiPolicy):
-			t.Errorf("%s: refused for another reason than %s: %v", tt.name, authapiPolicy, err)
-		}
+		expectVerdict(t, tt.name, authapiPolicy, tt.allowed, tt.write())
 	}
 
 	// The policy binds the auth API only: an administrator still may.
@@ -171,14 +162,28 @@ func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
 
 // waitForPolicy waits until the API server enforces the freshly applied
 // policy, which it loads asynchronously: until write is refused by it.
-func waitForPolicy(t *testing.T, write func() error) {
+func waitForPolicy(t *testing.T, policy string, write func() error) {
 	t.Helper()
-	testkit.WithinNil(t, time.Minute, "the API server enforcing "+authapiPolicy, func() error {
-		if err := write(); !refusedBy(err, authapiPolicy) {
+	testkit.WithinNil(t, time.Minute, "the API server enforcing "+policy, func() error {
+		if err := write(); !refusedBy(err, policy) {
 			return fmt.Errorf("answered %v", err)
 		}
 		return nil
 	})
+}
+
+// expectVerdict checks the answer err to the write named name: nil if the
+// write is allowed, else a refusal by policy.
+func expectVerdict(t *testing.T, name, policy string, allowed bool, err error) {
+	t.Helper()
+	switch {
+	case allowed && err != nil:
+		t.Errorf("%s: refused, want allowed: %v", name, err)
+	case !allowed && err == nil:
+		t.Errorf("%s: allowed, want refused", name)
+	case !allowed && !refusedBy(err, policy):
+		t.Errorf("%s: refused for another reason than %s: %v", name, policy, err)
+	}
 }
 
 // refusedBy reports whether err is a refusal by the named admission policy.
@@ -294,30 +299,17 @@ func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 				}}},
 			},
 		}
-		created, err := admin.CoreV1().Pods(sandboxNamespace).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("create pod %s: %v", name, err)
-		}
 		t.Cleanup(func() {
 			_ = admin.CoreV1().Pods(sandboxNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
-		created.Status.Phase = phase
-		if _, err := admin.CoreV1().Pods(sandboxNamespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatalf("set phase of pod %s: %v", name, err)
-		}
+		testkit.CreateWithStatus(t, admin.CoreV1().Pods(sandboxNamespace), p, func(created *corev1.Pod) { created.Status.Phase = phase })
 		return name
 	}
 	del := func(name string) error {
 		return authapi.CoreV1().Pods(sandboxNamespace).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}
 	running := pod("sandbox-running", corev1.PodRunning, []metav1.OwnerReference{sandboxOwner}, userLabel)
-	var last error
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		last = del(running)
-		return refusedBy(last, podDeletesPolicy), nil
-	}); err != nil {
-		t.Fatalf("the API server never enforced %s: last answer %v", podDeletesPolicy, last)
-	}
+	waitForPolicy(t, podDeletesPolicy, func() error { return del(running) })
 	for _, tt := range []struct {
 		name    string
 		pod     string
@@ -330,13 +322,7 @@ func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 		{"failed pod owned by something else", pod("rs-failed", corev1.PodFailed, []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "uid-rs", Controller: ptr.To(true)}}, userLabel), false},
 		{"failed sandbox pod without the user label", pod("unlabelled-failed", corev1.PodFailed, []metav1.OwnerReference{sandboxOwner}, nil), false},
 	} {
-		err := del(tt.pod)
-		switch {
-		case tt.allowed && err != nil:
-			t.Errorf("%s: refused: %v", tt.name, err)
-		case !tt.allowed && !refusedBy(err, podDeletesPolicy):
-			t.Errorf("%s: not refused by %s: %v", tt.name, podDeletesPolicy, err)
-		}
+		expectVerdict(t, tt.name, podDeletesPolicy, tt.allowed, del(tt.pod))
 	}
 }
 

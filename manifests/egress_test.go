@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
@@ -81,15 +80,8 @@ func TestSandboxesCallTheirOwnNodesEgressListener(t *testing.T) {
 // sandboxTemplate is the rendered SandboxTemplate, or nil.
 func sandboxTemplate(t *testing.T, objs []*unstructured.Unstructured) *extensions.SandboxTemplate {
 	t.Helper()
-	for _, obj := range objs {
-		if obj.GetKind() != "SandboxTemplate" {
-			continue
-		}
-		st := &extensions.SandboxTemplate{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, st); err != nil {
-			t.Fatalf("SandboxTemplate %s: %v", obj.GetName(), err)
-		}
-		return st
+	if found := decodeAll[extensions.SandboxTemplate](t, objs, "SandboxTemplate", "", ""); len(found) > 0 {
+		return found[0]
 	}
 	return nil
 }
@@ -99,14 +91,8 @@ func sandboxTemplate(t *testing.T, objs []*unstructured.Unstructured) *extension
 func urlService(t *testing.T, objs []*unstructured.Unstructured, raw string) *corev1.Service {
 	t.Helper()
 	name, ns := serviceOfURL(raw)
-	for _, obj := range objs {
-		if obj.GetKind() == "Service" && obj.GetName() == name && obj.GetNamespace() == ns {
-			svc := &corev1.Service{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, svc); err != nil {
-				t.Fatal(err)
-			}
-			return svc
-		}
+	if found := decodeAll[corev1.Service](t, objs, "Service", ns, name); len(found) > 0 {
+		return found[0]
 	}
 	t.Errorf("%s names no rendered Service", raw)
 	return nil

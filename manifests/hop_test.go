@@ -3,6 +3,7 @@ package manifests_test
 import (
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // nodeproxyDefaultListenAddr is cmd/nodeproxy's LISTEN_ADDR default.
@@ -73,20 +73,9 @@ func kustomizationDirs(t *testing.T) []string {
 // image.
 func nodeproxyDaemonSets(t *testing.T, objs []*unstructured.Unstructured) []*appsv1.DaemonSet {
 	t.Helper()
-	var out []*appsv1.DaemonSet
-	for _, obj := range objs {
-		if obj.GetKind() != "DaemonSet" {
-			continue
-		}
-		ds := &appsv1.DaemonSet{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ds); err != nil {
-			t.Fatalf("DaemonSet %s: %v", obj.GetName(), err)
-		}
-		if nodeproxyContainer(ds) != nil {
-			out = append(out, ds)
-		}
-	}
-	return out
+	return slices.DeleteFunc(decodeAll[appsv1.DaemonSet](t, objs, "DaemonSet", "", ""), func(ds *appsv1.DaemonSet) bool {
+		return nodeproxyContainer(ds) == nil
+	})
 }
 
 func nodeproxyContainer(ds *appsv1.DaemonSet) *corev1.Container {

@@ -71,14 +71,7 @@ func serviceTarget(t *testing.T, objs []*unstructured.Unstructured, c *corev1.Co
 	}
 	name, ns := serviceOfURL(raw)
 	port, _ := strconv.Atoi(u.Port())
-	for _, obj := range objs {
-		if obj.GetKind() != "Service" || obj.GetName() != name || obj.GetNamespace() != ns {
-			continue
-		}
-		var svc corev1.Service
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &svc); err != nil {
-			t.Fatal(err)
-		}
+	for _, svc := range decodeAll[corev1.Service](t, objs, "Service", ns, name) {
 		for _, sp := range svc.Spec.Ports {
 			if sp.Port != int32(port) {
 				continue
@@ -110,15 +103,27 @@ func addrPort(t *testing.T, name, addr string) int32 {
 // decodeKind decodes the rendered object of kind and name.
 func decodeKind[T any](t *testing.T, objs []*unstructured.Unstructured, kind, name string) *T {
 	t.Helper()
-	for _, obj := range objs {
-		if obj.GetKind() == kind && obj.GetName() == name {
-			out := new(T)
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, out); err != nil {
-				t.Fatalf("%s %s: %v", kind, name, err)
-			}
-			return out
-		}
+	found := decodeAll[T](t, objs, kind, "", name)
+	if len(found) == 0 {
+		t.Fatalf("no %s %s", kind, name)
 	}
-	t.Fatalf("no %s %s", kind, name)
-	return nil
+	return found[0]
+}
+
+// decodeAll decodes the rendered objects of kind; a namespace or name
+// that is not empty narrows them to the objects of that namespace or name.
+func decodeAll[T any](t *testing.T, objs []*unstructured.Unstructured, kind, namespace, name string) []*T {
+	t.Helper()
+	var out []*T
+	for _, obj := range objs {
+		if obj.GetKind() != kind || namespace != "" && obj.GetNamespace() != namespace || name != "" && obj.GetName() != name {
+			continue
+		}
+		v := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, v); err != nil {
+			t.Fatalf("%s %s: %v", kind, obj.GetName(), err)
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -33,7 +32,7 @@ func TestEveryVariantBoundsAccounts(t *testing.T) {
 		}
 		variants++
 		hard := corev1.ResourceList{}
-		for _, q := range quotas(t, objs) {
+		for _, q := range decodeAll[corev1.ResourceQuota](t, objs, "ResourceQuota", "", "") {
 			if q.Namespace == sandboxNamespace {
 				for k, v := range q.Spec.Hard {
 					hard[k] = v
@@ -61,26 +60,21 @@ func TestEveryVariantBoundsAccounts(t *testing.T) {
 func TestQuotaRefusesClaimsPastTheLimit(t *testing.T) {
 	n := testkit.NewNamespace(t)
 	ns, cs := n.Name, n.Kube
-	qs := quotas(t, build(t, "quota"))
+	qs := decodeAll[corev1.ResourceQuota](t, build(t, "quota"), "ResourceQuota", "", "")
 	if len(qs) != 1 {
 		t.Fatalf("manifests/quota renders %d ResourceQuotas, want 1", len(qs))
 	}
 	q := qs[0]
 	q.Namespace = ns
 	q.Spec.Hard[claimCount] = resource.MustParse("1")
-	created, err := cs.CoreV1().ResourceQuotas(ns).Create(t.Context(), &q, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// No quota controller runs here: give the quota the status it would.
-	created.Status.Hard = created.Spec.Hard
-	created.Status.Used = corev1.ResourceList{}
-	for r := range created.Spec.Hard {
-		created.Status.Used[r] = resource.MustParse("0")
-	}
-	if _, err := cs.CoreV1().ResourceQuotas(ns).UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.CreateWithStatus(t, cs.CoreV1().ResourceQuotas(ns), q, func(created *corev1.ResourceQuota) {
+		created.Status.Hard = created.Spec.Hard
+		created.Status.Used = corev1.ResourceList{}
+		for r := range created.Spec.Hard {
+			created.Status.Used[r] = resource.MustParse("0")
+		}
+	})
 	claims := n.SB.SandboxClaims(ns)
 	made := 0
 	claim := func() error {
@@ -117,20 +111,4 @@ func wholePlatform(objs []*unstructured.Unstructured) bool {
 		authapi = authapi || obj.GetKind() == "Deployment" && obj.GetName() == "authapi"
 	}
 	return namespaces && authapi
-}
-
-func quotas(t *testing.T, objs []*unstructured.Unstructured) []corev1.ResourceQuota {
-	t.Helper()
-	var out []corev1.ResourceQuota
-	for _, obj := range objs {
-		if obj.GetKind() != "ResourceQuota" {
-			continue
-		}
-		var q corev1.ResourceQuota
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &q); err != nil {
-			t.Fatalf("ResourceQuota %s: %v", obj.GetName(), err)
-		}
-		out = append(out, q)
-	}
-	return out
 }

@@ -65,17 +65,7 @@ func kubectlPath(t *testing.T) string {
 }
 
 // helmPath is HELM (`make helm`); the test is skipped without it.
-func helmPath(t *testing.T) string {
-	t.Helper()
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		t.Skip("HELM is not set: run `make helm` and set HELM to the binary (make test does both)")
-	}
-	if _, err := os.Stat(helm); err != nil {
-		t.Skipf("HELM=%s is missing (run `make helm`): %v", helm, err)
-	}
-	return helm
-}
+func helmPath(t *testing.T) string { return testkit.MakeBinary(t, "HELM", "helm") }
 
 // run runs a command and returns its standard output.
 func run(t *testing.T, name string, args ...string) []byte {

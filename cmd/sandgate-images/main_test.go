@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,9 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.uber.org/goleak"
 
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -130,7 +127,7 @@ func TestBuildAll(t *testing.T) {
 		{name: "agent-standin", user: "1000:1000", entrypoint: []string{"/agent-standin"}, cmd: []string{"web", "--host", "0.0.0.0", "--port", "3080"}, member: "agent-standin"},
 		{name: "busybox", user: "0:0", entrypoint: []string{"/bin/sh"}, member: "bin/busybox"},
 	} {
-		img := loadImage(t, filepath.Join(out, tt.name+".tar"), "sandgate.local/"+tt.name+":v0.3.0")
+		img := testkit.LoadImage(t, filepath.Join(out, tt.name+".tar"), "sandgate.local/"+tt.name+":v0.3.0")
 		cf, err := img.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +143,7 @@ func TestBuildAll(t *testing.T) {
 			t.Errorf("%s: binary %s is %+v", tt.name, tt.member, h)
 		}
 	}
-	if sh := layerHeaders(t, loadImage(t, filepath.Join(out, "busybox.tar"), "sandgate.local/busybox:v0.3.0"))["bin/sh"]; sh.Typeflag != tar.TypeSymlink || sh.Linkname != "busybox" {
+	if sh := layerHeaders(t, testkit.LoadImage(t, filepath.Join(out, "busybox.tar"), "sandgate.local/busybox:v0.3.0"))["bin/sh"]; sh.Typeflag != tar.TypeSymlink || sh.Linkname != "busybox" {
 		t.Errorf("busybox /bin/sh is %+v, want a symlink to busybox", sh)
 	}
 }
@@ -163,42 +160,13 @@ func sameDigests(a, b [][]string) bool {
 	return true
 }
 
-func loadImage(t *testing.T, path, ref string) v1.Image {
-	t.Helper()
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := tarball.ImageFromPath(path, &tag)
-	if err != nil {
-		t.Fatalf("load %s as %s: %v", path, ref, err)
-	}
-	return img
-}
-
 func layerHeaders(t *testing.T, img v1.Image) map[string]*tar.Header {
 	t.Helper()
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	out := map[string]*tar.Header{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = h
+	for _, e := range testkit.OnlyLayer(t, img) {
+		out[e.Header.Name] = e.Header
 	}
+	return out
 }
 
 func TestExtraBinary(t *testing.T) {
@@ -274,7 +242,7 @@ func TestKubeRouterCarriesIptablesAndIpset(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^kube-router +sandgate.local/kube-router:v0.3.0 sha256:`).MatchString(got) {
 		t.Fatalf("kube-router not built:\n%s", got)
 	}
-	hdrs := layerHeaders(t, loadImage(t, filepath.Join(out, "kube-router.tar"), "sandgate.local/kube-router:v0.3.0"))
+	hdrs := layerHeaders(t, testkit.LoadImage(t, filepath.Join(out, "kube-router.tar"), "sandgate.local/kube-router:v0.3.0"))
 	for _, p := range []string{"usr/local/bin/kube-router", "usr/sbin/xtables-nft-multi", "usr/sbin/ipset", "lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/libc.so.6"} {
 		if h, ok := hdrs[p]; !ok || h.Typeflag != tar.TypeReg {
 			t.Errorf("image has no file %s", p)

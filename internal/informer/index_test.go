@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -213,23 +214,13 @@ func (r *recorder) userGone(u string)  { r.mu.Lock(); r.users = append(r.users, 
 func (r *recorder) sawPod(uid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range r.pods {
-		if p == uid {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.pods, uid)
 }
 
 func (r *recorder) sawUser(u string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, x := range r.users {
-		if x == u {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.users, u)
 }
 
 // running starts an Index on f and stops it when the test ends.
@@ -240,13 +231,10 @@ func running(t *testing.T, opts Options) *Index {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); x.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
-	defer scancel()
-	if err := x.WaitForSync(sctx); err != nil {
+	testkit.Run(t, "index", x.Run)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := x.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return x

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/clustertest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
@@ -47,14 +48,9 @@ func TestIntegrationIndex(t *testing.T) {
 	for name, ip := range map[string]string{local: "127.0.10.1", remote: "127.0.10.2"} {
 		node := newNode(name, ip)
 		node.ResourceVersion = ""
-		n, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
-		if _, err := admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		testkit.CreateWithStatus(t, admin.CoreV1().Nodes(), node, func(n *corev1.Node) {
+			n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}
+		})
 	}
 	claims := sbAdmin.SandboxClaims(ns)
 	sandboxes := sbAdmin.Sandboxes(ns)
@@ -65,14 +61,7 @@ func TestIntegrationIndex(t *testing.T) {
 		if !managed {
 			cl.Labels = map[string]string{"aaas.example.com/user": user}
 		}
-		got, err := claims.Create(ctx, cl, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Status = cl.Status
-		if _, err := claims.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		testkit.CreateWithStatus(t, claims, cl, func(got *extensions.SandboxClaim) { got.Status = cl.Status })
 	}
 	setSandbox := func(name, node, pod string, ready, suspended bool) {
 		want := newSandbox(name, node, pod, ready, suspended)
@@ -98,15 +87,7 @@ func TestIntegrationIndex(t *testing.T) {
 	mkPod := func(name, node, ip string) string {
 		p := newPod(name, "", node, ip, true)
 		p.Namespace, p.ResourceVersion = ns, ""
-		got, err := pods.Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Status = p.Status
-		if _, err := pods.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return string(got.UID)
+		return string(testkit.CreateWithStatus(t, pods, p, func(got *corev1.Pod) { got.Status = p.Status }).UID)
 	}
 
 	mkClaim("bob", "sb-bob", true)

@@ -30,23 +30,23 @@ func benchVerifier(b *testing.B, cacheSize int) (*Verifier, string) {
 	return v, tok
 }
 
-func BenchmarkVerifyUncached(b *testing.B) {
-	v, tok := benchVerifier(b, -1)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.Verify(tok); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkVerifyCached(b *testing.B) {
-	v, tok := benchVerifier(b, 0)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := v.Verify(tok); err != nil {
-			b.Fatal(err)
-		}
+func BenchmarkVerify(b *testing.B) {
+	for _, bb := range []struct {
+		name      string
+		cacheSize int
+	}{
+		{"uncached", -1},
+		{"cached", 0},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			v, tok := benchVerifier(b, bb.cacheSize)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

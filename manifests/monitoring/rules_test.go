@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // promRule is the part of the PrometheusRule the checks read.
@@ -54,24 +56,10 @@ func readRule(t *testing.T) (promRule, json.RawMessage) {
 	return rule, raw.Spec
 }
 
-// promtool is the binary `make promtool` builds; the Makefile exports its
-// path as PROMTOOL.
-func promtool(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("PROMTOOL")
-	if path == "" {
-		t.Skip("PROMTOOL is not set: run `make promtool` and set PROMTOOL to the binary (make test does both)")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("PROMTOOL=%s is missing (run `make promtool`): %v", path, err)
-	}
-	return path
-}
-
 // TestRulesPassPromtool checks the PrometheusRule's spec as a Prometheus
 // rules file and runs rules_test.yaml, which fires and clears every alert.
 func TestRulesPassPromtool(t *testing.T) {
-	bin := promtool(t)
+	bin := testkit.MakeBinary(t, "PROMTOOL", "promtool")
 	_, spec := readRule(t)
 	dir := t.TempDir()
 	// JSON is YAML: promtool reads the spec as written.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/account"
-	"github.com/sandgate/sandgate/internal/testing/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -115,10 +114,7 @@ func TestEntryCodeRedeemedOnceAcrossReplicas(t *testing.T) {
 }
 
 func TestEntryRules(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	clock := testkit.NewOffsetClock()
-	in := e.start(t, func(o *Options) { subdomain(o); o.EntryCodeTTL, o.Now = time.Second, clock.Now })
+	e, in, clock := clockedStart(t, func(o *Options) { subdomain(o); o.EntryCodeTTL = time.Second })
 	_, ck := in.signupJSON(t, "alice")
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(in.http.URL, "http://"))

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/jwt"
-	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func seg(v any) string {
@@ -63,10 +62,7 @@ func (e *env) ringOf(t *testing.T) *jwt.KeyRing {
 }
 
 func TestRejectedTokenVariants(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	clock := testkit.NewOffsetClock()
-	in := e.start(t, func(o *Options) { o.Now = clock.Now })
+	e, in, clock := clockedStart(t, nil)
 	_, ck := in.signupJSON(t, "alice")
 	pv := e.proxyView(t, in)
 	if err := pv.accepts(ck.Value); err != nil {

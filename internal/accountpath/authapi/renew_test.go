@@ -23,6 +23,22 @@ func saToken(t *testing.T, ns, name string, audiences ...string) string {
 	return tok
 }
 
+// clockedStart is warmStart on an offset clock the test moves; edit, when
+// not nil, changes the options further, as in start.
+func clockedStart(t *testing.T, edit func(*Options)) (*env, *instance, *testkit.Clock) {
+	t.Helper()
+	e := newEnv(t)
+	e.warm(t)
+	clock := testkit.NewOffsetClock()
+	in := e.start(t, func(o *Options) {
+		o.Now = clock.Now
+		if edit != nil {
+			edit(o)
+		}
+	})
+	return e, in, clock
+}
+
 func TestInternalRoutesAdmitOnlyAllowedServiceAccounts(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
@@ -73,10 +89,7 @@ func TestInternalRoutesAdmitOnlyAllowedServiceAccounts(t *testing.T) {
 }
 
 func TestRenewal(t *testing.T) {
-	e := newEnv(t)
-	e.warm(t)
-	clock := testkit.NewOffsetClock()
-	in := e.start(t, func(o *Options) { o.Now = clock.Now })
+	e, in, clock := clockedStart(t, nil)
 	token, ck := in.signupJSON(t, "alice")
 	proxy := map[string]string{"Authorization": "Bearer " + saToken(t, e.ns, "nodeproxy", DefaultInternalAudience)}
 	renew := func(tok string) (int, renewResponse, string) {

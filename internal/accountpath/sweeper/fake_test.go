@@ -161,16 +161,7 @@ func startTerm(t *testing.T, s *Sweeper) (tm *term, stop func()) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		tick := time.NewTicker(s.opts.RetryPeriod)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				tm.renewed(time.Now())
-			}
-		}
+		every(ctx, s.opts.RetryPeriod, func() bool { tm.renewed(time.Now()); return true })
 	})
 	wg.Go(func() { tm.lead(ctx) })
 	stopped := false
@@ -212,19 +203,32 @@ func (n *node) report() activity.Report {
 	return activity.Report{Node: n.name, SentAt: time.Now().UnixMilli(), Entries: slices.Collect(maps.Values(n.entries))}
 }
 
-// reportEvery sends n's report to s every interval until ctx ends.
+// reportEvery sends n's report to s at once and then every interval until
+// ctx ends.
 func reportEvery(ctx context.Context, s *Sweeper, n *node, mu *sync.Mutex, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
+	report := func() bool {
 		mu.Lock()
 		r := n.report()
 		mu.Unlock()
 		s.Observe(r)
+		return true
+	}
+	report()
+	every(ctx, interval, report)
+}
+
+// every calls f every d until ctx ends or f returns false.
+func every(ctx context.Context, d time.Duration, f func() bool) {
+	tick := time.NewTicker(d)
+	defer tick.Stop()
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			if !f() {
+				return
+			}
 		}
 	}
 }

@@ -237,28 +237,19 @@ func (p *platform) laterSweep(node *nodeProxy, probe activity.Key) {
 // watchLeadership samples who leads until the test ends and fails the test
 // if two replicas ever lead at once.
 func (p *platform) watchLeadership() {
-	ctx := p.t.Context()
-	go func() {
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			var leading []string
-			for _, r := range p.replicas {
-				if r.sw.Leading() {
-					leading = append(leading, r.name)
-				}
-			}
-			if len(leading) > 1 {
-				p.t.Errorf("%v lead at once", leading)
-				return
+	go every(p.t.Context(), 2*time.Millisecond, func() bool {
+		var leading []string
+		for _, r := range p.replicas {
+			if r.sw.Leading() {
+				leading = append(leading, r.name)
 			}
 		}
-	}()
+		if len(leading) > 1 {
+			p.t.Errorf("%v lead at once", leading)
+			return false
+		}
+		return true
+	})
 }
 
 // nodeProxy is one node's activity tracking and reporting.

@@ -29,12 +29,18 @@ func expectPatches(t *testing.T, f *fakeCluster, when string, want ...string) {
 	}
 }
 
-// sweepingBob starts a leading sweeper with options o over a cluster that
-// holds bob's managed claim on Sandbox pool-a; the term ends with t.
-func sweepingBob(t *testing.T, o Options) (*fakeCluster, *Sweeper) {
-	t.Helper()
+// bobsCluster holds bob's managed claim on Sandbox pool-a.
+func bobsCluster() *fakeCluster {
 	f := newFakeCluster()
 	f.addClaim("dsh-bob", "pool-a", true)
+	return f
+}
+
+// sweepingBob starts a leading sweeper with options o over bobsCluster;
+// the term ends with t.
+func sweepingBob(t *testing.T, o Options) (*fakeCluster, *Sweeper) {
+	t.Helper()
+	f := bobsCluster()
 	s := newTestSweeper(t, o, f)
 	_, stop := startTerm(t, s)
 	t.Cleanup(stop)
@@ -257,8 +263,7 @@ func TestWokenSandboxRestartsItsClock(t *testing.T) {
 func TestConflictDoesNotSuspend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
+		f := bobsCluster()
 		o := testOptions()
 		// The cache lags: the sweeper sees an old resourceVersion, as when a
 		// wake lands between the list and the patch.
@@ -296,8 +301,7 @@ func staleSweeper(t *testing.T, o Options, f *fakeCluster, p patcher) *Sweeper {
 func TestLapsedLeaseStopsPatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
+		f := bobsCluster()
 		o := testOptions()
 		s := newTestSweeper(t, o, f)
 		// A term whose renewals stop (API server unreachable): it still
@@ -319,8 +323,7 @@ func TestLapsedLeaseStopsPatches(t *testing.T) {
 func TestFenceWaitsForSweep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
+		f := bobsCluster()
 		f.addClaim("dsh-carol", "pool-c", true)
 		f.block = make(chan struct{})
 		o := testOptions()
@@ -380,8 +383,7 @@ func (c *countingPatcher) Suspend(ctx context.Context, name, rv string) error {
 func TestStaleCacheNotPatchedAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		f := newFakeCluster()
-		f.addClaim("dsh-bob", "pool-a", true)
+		f := bobsCluster()
 		o := testOptions()
 		// The cache never sees the suspend land (a slow watch).
 		p := &countingPatcher{patcher: f}

@@ -3,7 +3,6 @@ package ociimage
 import (
 	"archive/tar"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.uber.org/goleak"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -161,14 +160,7 @@ func TestTarballRoundTrip(t *testing.T) {
 		t.Errorf("temporary files left: %q", left)
 	}
 
-	tag, err := name.NewTag(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded, err := tarball.ImageFromPath(path, &tag)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded := testkit.LoadImage(t, path, ref)
 	if id, err := loaded.ConfigName(); err != nil || id != wantID {
 		t.Errorf("reloaded config %s (%v), want %s", id, err, wantID)
 	}
@@ -196,32 +188,12 @@ func TestTarballRoundTrip(t *testing.T) {
 // layerMembers reads the image's only layer.
 func layerMembers(t *testing.T, img v1.Image) map[string]member {
 	t.Helper()
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d, %v; want 1", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	out := map[string]member{}
 	var names []string
-	tr := tar.NewReader(rc)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range testkit.OnlyLayer(t, img) {
+		hdr := e.Header
 		names = append(names, hdr.Name)
-		out[hdr.Name] = member{typ: hdr.Typeflag, mode: hdr.Mode, uid: hdr.Uid, gid: hdr.Gid, link: hdr.Linkname, data: string(data), modTime: hdr.ModTime}
+		out[hdr.Name] = member{typ: hdr.Typeflag, mode: hdr.Mode, uid: hdr.Uid, gid: hdr.Gid, link: hdr.Linkname, data: string(e.Data), modTime: hdr.ModTime}
 	}
 	if !slices.IsSorted(names) {
 		t.Errorf("layer entries not sorted: %q", names)

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"context"
 	"encoding/hex"
 	"net/http"
 	"testing"
@@ -75,10 +74,7 @@ func TestIntegrationSimulatedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); idx.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.Run(t, "index", idx.Run)
 	if err := idx.WaitForSync(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -95,10 +95,7 @@ func runFlows(t *testing.T, mode userorigin.Mode) {
 			linkIsolationFlow(bob, "alice")
 			alice.t = t
 			alice.do("alice still reaches her agent", agentTimeout, func(ctx context.Context) error {
-				if _, err := navigateURL(ctx, p.agentURL("alice", "")); err != nil {
-					return err
-				}
-				return until(ctx, "alice's agent", alice.agentReady("alice"))
+				return openAgent(ctx, alice, "alice", "alice's agent", alice.agentReady("alice"))
 			})
 		}},
 	}
@@ -248,10 +245,7 @@ func originCookies(ctx context.Context, s *session, user string) error {
 func reloadFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	s.do("agent reopened", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
-			return err
-		}
-		return until(ctx, "the agent", s.agentReady(user))
+		return openAgent(ctx, s, user, "the agent", s.agentReady(user))
 	})
 	s.do("reload keeps the session", agentTimeout, func(ctx context.Context) error {
 		code, err := reload(ctx)
@@ -267,10 +261,7 @@ func reloadFlow(s *session, p *platform, user string) {
 	// Past the token's lifetime and the proxies' leeway, with the page's
 	// streams closed so that nothing renews in the meantime.
 	s.do("page left while the token expires", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the landing page", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		return s.awaitExpiry(ctx, user)
@@ -312,10 +303,7 @@ func reloadFlow(s *session, p *platform, user string) {
 func logoutLoginFlow(s *session, user, token string) {
 	s.t.Helper()
 	s.do("landing never shows the token", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		shown, err := eval[bool](ctx, fmt.Sprintf(`!!document.querySelector('.token pre') || document.documentElement.outerHTML.includes(%q)`, token))
@@ -334,24 +322,7 @@ func logoutLoginFlow(s *session, user, token string) {
 		return until(ctx, "the anonymous landing page", s.landingAnonymous())
 	})
 	s.do("agent closed after logout", stepTimeout, func(ctx context.Context) error {
-		if s.p.subdomain() {
-			return originClosed(ctx, s, user)
-		}
-		code, err := navigate(ctx, s, "/u/"+user+"/")
-		if err != nil {
-			return err
-		}
-		if code != 401 {
-			return fmt.Errorf("%w: /u/%s/ answered %d after logout, want 401", errUnexpected, user, code)
-		}
-		open, err := eval[bool](ctx, `!!document.querySelector('#status')`)
-		if err != nil {
-			return err
-		}
-		if open {
-			return fmt.Errorf("%w: the agent UI opened after logout", errUnexpected)
-		}
-		return nil
+		return agentClosed(ctx, s, user, "logout", func(code int64) bool { return code == 401 })
 	})
 	s.do("login form filled", stepTimeout, func(ctx context.Context) error {
 		return fillLogin(ctx, s, user, token)
@@ -364,12 +335,66 @@ func logoutLoginFlow(s *session, user, token string) {
 	})
 }
 
-// fillLogin opens the anonymous landing page and fills its login form.
-func fillLogin(ctx context.Context, s *session, user, token string) error {
+// openLanding opens the landing page and waits, naming what it waits
+// for, until cond holds on it.
+func openLanding(ctx context.Context, s *session, what, cond string) error {
 	if _, err := navigate(ctx, s, "/"); err != nil {
 		return err
 	}
-	if err := until(ctx, "the login form", s.landingAnonymous()); err != nil {
+	return until(ctx, what, cond)
+}
+
+// openAgent opens user's agent and waits, naming what it waits for, until
+// cond holds on it.
+func openAgent(ctx context.Context, s *session, user, what, cond string) error {
+	if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
+		return err
+	}
+	return until(ctx, what, cond)
+}
+
+// signUp signs user up through the anonymous landing page's form and
+// returns the token its answer shows.
+func signUp(ctx context.Context, s *session, user string) (string, error) {
+	if err := openLanding(ctx, s, "the signup form", s.landingAnonymous()); err != nil {
+		return "", err
+	}
+	if err := typeInto(ctx, `form[action="/users"] input[name="user"]`, user); err != nil {
+		return "", err
+	}
+	if err := click(ctx, `form[action="/users"] button`); err != nil {
+		return "", err
+	}
+	return readTokenPage(ctx, s, user)
+}
+
+// agentClosed checks that user's agent is closed to the browser after
+// event: in subdomain routing its origin is; in path routing /u/<user>/
+// answers with a code refused accepts and no agent UI.
+func agentClosed(ctx context.Context, s *session, user, event string, refused func(code int64) bool) error {
+	if s.p.subdomain() {
+		return originClosed(ctx, s, user)
+	}
+	code, err := navigate(ctx, s, "/u/"+user+"/")
+	if err != nil {
+		return err
+	}
+	if !refused(code) {
+		return fmt.Errorf("%w: /u/%s/ answered %d after %s", errUnexpected, user, code, event)
+	}
+	open, err := eval[bool](ctx, `!!document.querySelector('#status')`)
+	if err != nil {
+		return err
+	}
+	if open {
+		return fmt.Errorf("%w: the agent UI opened after %s", errUnexpected, event)
+	}
+	return nil
+}
+
+// fillLogin opens the anonymous landing page and fills its login form.
+func fillLogin(ctx context.Context, s *session, user, token string) error {
+	if err := openLanding(ctx, s, "the login form", s.landingAnonymous()); err != nil {
 		return err
 	}
 	if err := typeInto(ctx, `form[action="/login"] input[name="user"]`, user); err != nil {
@@ -402,10 +427,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	s.t.Helper()
 	msg := "before the nap, " + user
 	s.do("message posted before the suspend", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, s.p.agentURL(user, "")); err != nil {
-			return err
-		}
-		if err := until(ctx, "the agent", s.agentReady(user)); err != nil {
+		if err := openAgent(ctx, s, user, "the agent", s.agentReady(user)); err != nil {
 			return err
 		}
 		return postMessage(ctx, msg)
@@ -413,10 +435,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	// The agent page's streams are requests in flight, which keep the
 	// sandbox awake: leave it.
 	s.do("agent left", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		return until(ctx, "the landing page", s.landingSignedIn(user))
+		return openLanding(ctx, s, "the landing page", s.landingSignedIn(user))
 	})
 	// The sweeper runs only until the suspend: left running, it could
 	// suspend the woken agent again before the waking page's next reload.
@@ -448,10 +467,7 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 func recreateDeleteFlow(s *session, user, token string) {
 	s.t.Helper()
 	s.do("recreate confirmation", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, `a[href="/recreate"]`); err != nil {
@@ -481,10 +497,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		return until(ctx, "an empty conversation", `!document.querySelector('#conversation').textContent.includes('remember this')`)
 	})
 	s.do("logged out after recreate", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, `form[action="/logout"] button`); err != nil {
@@ -502,10 +515,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		return until(ctx, "the agent after login", s.agentReady(user))
 	})
 	s.do("delete confirmation", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, fmt.Sprintf(`a[href="/users/%s/delete"]`, user)); err != nil {
@@ -524,17 +534,7 @@ func recreateDeleteFlow(s *session, user, token string) {
 		return until(ctx, "the anonymous landing page", s.landingAnonymous())
 	})
 	s.do("agent gone after delete", stepTimeout, func(ctx context.Context) error {
-		if s.p.subdomain() {
-			return originClosed(ctx, s, user)
-		}
-		code, err := navigate(ctx, s, "/u/"+user+"/")
-		if err != nil {
-			return err
-		}
-		if code < 400 {
-			return fmt.Errorf("%w: /u/%s/ answered %d after delete", errUnexpected, user, code)
-		}
-		return nil
+		return agentClosed(ctx, s, user, "delete", func(code int64) bool { return code >= 400 })
 	})
 	s.do("token refused after delete", stepTimeout, func(ctx context.Context) error {
 		return loginRefused(ctx, s, user, fresh)

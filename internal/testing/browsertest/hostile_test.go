@@ -85,10 +85,7 @@ const form = {'Content-Type': 'application/x-www-form-urlencoded'};
 func hostileFlow(s *session, p *platform, user, other string) {
 	s.t.Helper()
 	s.do("hostile page stored in the workspace", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, p.agentURL(user, "")); err != nil {
-			return err
-		}
-		if err := until(ctx, "the agent", s.agentReady(user)); err != nil {
+		if err := openAgent(ctx, s, user, "the agent", s.agentReady(user)); err != nil {
 			return err
 		}
 		body, _ := json.Marshal(hostilePage(p, user, other)) // a string always marshals
@@ -141,10 +138,7 @@ func hostileFlow(s *session, p *platform, user, other string) {
 		return nil
 	})
 	s.do("still signed in on the main origin", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		return until(ctx, "the signed-in landing page", s.landingSignedIn(user))
+		return openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(user))
 	})
 	s.do("account and claim intact", stepTimeout, func(ctx context.Context) error {
 		name := account.ClaimName(authapi.DefaultClaimPrefix, user)
@@ -158,10 +152,7 @@ func hostileFlow(s *session, p *platform, user, other string) {
 		return nil
 	})
 	s.do("agent still opens with its conversation", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigateURL(ctx, p.agentURL(user, "")); err != nil {
-			return err
-		}
-		return until(ctx, "the agent with the conversation from before", s.agentReady(user)+fmt.Sprintf(
+		return openAgent(ctx, s, user, "the agent with the conversation from before", s.agentReady(user)+fmt.Sprintf(
 			` && document.querySelector('#conversation').textContent.includes(%q)`, "remember this, "+user))
 	})
 }

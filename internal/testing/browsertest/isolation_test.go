@@ -77,10 +77,7 @@ func linkIsolationFlow(s *session, other string) {
 		return until(ctx, s.name+"'s own agent", s.agentReady(s.name))
 	})
 	s.do("link on the landing page", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signed-in landing page", s.landingSignedIn(s.name)); err != nil {
+		if err := openLanding(ctx, s, "the signed-in landing page", s.landingSignedIn(s.name)); err != nil {
 			return err
 		}
 		a := fmt.Sprintf(`<p><a id="other-agent" href="%s">%s's agent</a></p>`, html.EscapeString(link), html.EscapeString(other))

@@ -47,10 +47,7 @@ func runPages(t *testing.T, mode userorigin.Mode) {
 	s := newSession(t, browser, p, dir, user)
 
 	s.do("landing page", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		return until(ctx, "the anonymous landing page", s.landingAnonymous())
+		return openLanding(ctx, s, "the anonymous landing page", s.landingAnonymous())
 	})
 	s.checkPage("landing page")
 
@@ -72,10 +69,7 @@ func runPages(t *testing.T, mode userorigin.Mode) {
 	})
 
 	s.do("account home", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		return until(ctx, "the account home", s.landingSignedIn(user)+
+		return openLanding(ctx, s, "the account home", s.landingSignedIn(user)+
 			` && document.querySelector('.state').textContent === 'Ready'`+
 			fmt.Sprintf(` && document.querySelector('form[action="/users/%s/token"]') && document.querySelector('form[action="/users/%s/logout"]')`, user, user)+
 			` && document.querySelector('a[href="/recreate"]') && document.querySelector('dl')`)
@@ -101,10 +95,7 @@ func runPages(t *testing.T, mode userorigin.Mode) {
 
 	var fresh string
 	s.do("token page after rotation", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the account home", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the account home", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, fmt.Sprintf(`form[action="/users/%s/token"] button`, user)); err != nil {
@@ -218,10 +209,7 @@ func signOutEverywhereFlow(t *testing.T, s *session, browser context.Context, p 
 		t.Fatal(err)
 	}
 	s.do("signed out of all browsers", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the account home", s.landingSignedIn(user)); err != nil {
+		if err := openLanding(ctx, s, "the account home", s.landingSignedIn(user)); err != nil {
 			return err
 		}
 		if err := click(ctx, fmt.Sprintf(`form[action="/users/%s/logout"] button`, user)); err != nil {

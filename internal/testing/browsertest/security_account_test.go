@@ -28,10 +28,7 @@ func TestAgentScriptNeverSeesTheToken(t *testing.T) {
 	s := newSession(t, startBrowser(t, p), p, dir, "carol")
 	var token string
 	s.do("signup form", stepTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signup form", s.landingAnonymous()); err != nil {
+		if err := openLanding(ctx, s, "the signup form", s.landingAnonymous()); err != nil {
 			return err
 		}
 		return typeInto(ctx, `form[action="/users"] input[name="user"]`, "carol")
@@ -53,10 +50,7 @@ func TestAgentScriptNeverSeesTheToken(t *testing.T) {
 		return nil
 	})
 	s.do("agent page's fetch of / holds no token", agentTimeout, func(ctx context.Context) error {
-		if err := click(ctx, `a[href="/u/carol/"]`); err != nil {
-			return err
-		}
-		if err := until(ctx, "carol's agent", s.agentReady("carol")); err != nil {
+		if err := openAgentFromTokenPage(ctx, s, "carol"); err != nil {
 			return err
 		}
 		page, err := evalAsync(ctx, `fetch('/', {credentials: 'include'}).then(r => r.text())`)
@@ -98,20 +92,8 @@ func TestAgentScriptCannotTakeANewToken(t *testing.T) {
 	s := newSession(t, startBrowser(t, p), p, dir, "dora")
 	var token string
 	s.do("signup", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signup form", s.landingAnonymous()); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/users"] input[name="user"]`, "dora"); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/users"] button`); err != nil {
-			return err
-		}
 		var err error
-		token, err = readTokenPage(ctx, s, "dora")
+		token, err = signUp(ctx, s, "dora")
 		return err
 	})
 	tokenHolds := func(ctx context.Context, tok string) error {
@@ -129,10 +111,7 @@ func TestAgentScriptCannotTakeANewToken(t *testing.T) {
 		return nil
 	}
 	s.do("agent page's fetch for a new token refused", agentTimeout, func(ctx context.Context) error {
-		if err := click(ctx, `a[href="/u/dora/"]`); err != nil {
-			return err
-		}
-		if err := until(ctx, "dora's agent", s.agentReady("dora")); err != nil {
+		if err := openAgentFromTokenPage(ctx, s, "dora"); err != nil {
 			return err
 		}
 		for _, path := range []string{"/users/dora/token", "/recreate"} {

@@ -140,19 +140,7 @@ func entryRefused(ctx context.Context, s *session, lure, enterURL string) error 
 func entrySignUp(s *session, user string) {
 	s.t.Helper()
 	s.do("signed up", agentTimeout, func(ctx context.Context) error {
-		if _, err := navigate(ctx, s, "/"); err != nil {
-			return err
-		}
-		if err := until(ctx, "the signup form", s.landingAnonymous()); err != nil {
-			return err
-		}
-		if err := typeInto(ctx, `form[action="/users"] input[name="user"]`, user); err != nil {
-			return err
-		}
-		if err := click(ctx, `form[action="/users"] button`); err != nil {
-			return err
-		}
-		_, err := readTokenPage(ctx, s, user)
+		_, err := signUp(ctx, s, user)
 		return err
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,12 +68,7 @@ func (a *pageApp) serve(path, contentType, body string, extra http.Header) {
 func (a *pageApp) saw(request string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, s := range a.seen {
-		if s == request {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(a.seen, request)
 }
 
 // tokenVerifier accepts "<user>" as a session and "<user>|<origin>" as an
