@@ -79,11 +79,7 @@ func (x *Index) meta(m *metav1.ObjectMeta) objMeta {
 	return objMeta{namespace: ns, name: m.Name, rv: m.ResourceVersion}
 }
 
-func (x *Index) transformClaim(obj any) (any, error) {
-	c, ok := obj.(*extensions.SandboxClaim)
-	if !ok {
-		return obj, nil
-	}
+func (x *Index) transformClaim(c *extensions.SandboxClaim) any {
 	e := &claimEntry{
 		objMeta: x.meta(&c.ObjectMeta),
 		user:    c.Labels[account.LabelUser],
@@ -98,14 +94,10 @@ func (x *Index) transformClaim(obj any) (any, error) {
 	} else {
 		e.invalid = true
 	}
-	return e, nil
+	return e
 }
 
-func (x *Index) transformSandbox(obj any) (any, error) {
-	s, ok := obj.(*agents.Sandbox)
-	if !ok {
-		return obj, nil
-	}
+func (x *Index) transformSandbox(s *agents.Sandbox) any {
 	return &sandboxEntry{
 		objMeta:   x.meta(&s.ObjectMeta),
 		pod:       s.Annotations[agents.AnnotationPodName],
@@ -113,14 +105,10 @@ func (x *Index) transformSandbox(obj any) (any, error) {
 		suspended: s.Spec.OperatingMode == agents.OperatingModeSuspended,
 		stopped:   agents.Terminated(s),
 		ready:     conditionTrue(s.Status.Conditions, agents.ConditionReady),
-	}, nil
+	}
 }
 
-func (x *Index) transformPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
+func (x *Index) transformPod(p *corev1.Pod) any {
 	e := &podEntry{
 		objMeta:     x.meta(&p.ObjectMeta),
 		uid:         string(p.UID),
@@ -146,7 +134,7 @@ func (x *Index) transformPod(obj any) (any, error) {
 			e.ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	return e, nil
+	return e
 }
 
 // appContainer is the configured container, or the pod's first.
@@ -160,11 +148,7 @@ func (x *Index) appContainer(p *corev1.Pod) *corev1.Container {
 	return nil
 }
 
-func (x *Index) transformNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
+func (x *Index) transformNode(n *corev1.Node) any {
 	e := &nodeEntry{objMeta: x.meta(&n.ObjectMeta)}
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
@@ -172,7 +156,7 @@ func (x *Index) transformNode(obj any) (any, error) {
 			break
 		}
 	}
-	return e, nil
+	return e
 }
 
 func conditionTrue(conds []metav1.Condition, typ string) bool {

@@ -124,17 +124,17 @@ func New(opts Options) (*Index, error) {
 
 	x.claims = sandboxapi.NewInformer(opts.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{
 		Tweak:     func(o *metav1.ListOptions) { o.LabelSelector = managed },
-		Transform: x.transformClaim,
+		Transform: sandboxapi.Keep(x.transformClaim),
 	})
 	x.sandboxes = sandboxapi.NewInformer(opts.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{
-		Transform: x.transformSandbox,
+		Transform: sandboxapi.Keep(x.transformSandbox),
 	})
 	x.pods = sandboxapi.NewInformer(opts.Pods, &corev1.Pod{}, sandboxapi.InformerOptions{
 		Tweak:     func(o *metav1.ListOptions) { o.FieldSelector = onNode },
-		Transform: x.transformPod,
+		Transform: sandboxapi.Keep(x.transformPod),
 	})
 	x.nodes = sandboxapi.NewInformer(opts.Nodes, &corev1.Node{}, sandboxapi.InformerOptions{
-		Transform: x.transformNode,
+		Transform: sandboxapi.Keep(x.transformNode),
 		Indexers:  cache.Indexers{nodeIPIndex: indexNodeIP},
 	})
 	if err := x.addHandlers(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -36,21 +37,18 @@ func stored(t *testing.T, objs ...runtime.Object) *Index {
 		switch o := obj.(type) {
 		case *extensions.SandboxClaim:
 			inf = x.claims
-			e, err = x.transformClaim(o)
+			e = x.transformClaim(o)
 		case *agents.Sandbox:
 			inf = x.sandboxes
-			e, err = x.transformSandbox(o)
+			e = x.transformSandbox(o)
 		case *corev1.Pod:
 			inf = x.pods
-			e, err = x.transformPod(o)
+			e = x.transformPod(o)
 		case *corev1.Node:
 			inf = x.nodes
-			e, err = x.transformNode(o)
+			e = x.transformNode(o)
 		default:
 			t.Fatalf("unexpected %T", obj)
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 		if err := inf.GetStore().Add(e); err != nil {
 			t.Fatal(err)
@@ -168,20 +166,21 @@ func TestLookupBeforeSync(t *testing.T) {
 
 func TestTransformsAreIdempotentAndCompact(t *testing.T) {
 	x := stored(t)
-	c, _ := x.transformClaim(newClaim("bob", "sb"))
-	again, _ := x.transformClaim(c)
+	transform := sandboxapi.Keep(x.transformClaim)
+	c, _ := transform(newClaim("bob", "sb"))
+	again, _ := transform(c)
 	if again != c {
 		t.Error("transforming an entry again changed it")
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "k", Obj: c}
-	if got, _ := x.transformClaim(tomb); got != tomb {
+	if got, _ := transform(tomb); got != tomb {
 		t.Error("tombstone not passed through")
 	}
 	if e := c.(*claimEntry); e.namespace != x.opts.Namespace || e.rv != "1" || e.sandbox != "sb" {
 		t.Errorf("claim entry = %+v", e)
 	}
 	// The stripped pod keeps its port from the container spec.
-	p, _ := x.transformPod(newPod("sb", uidA, testNode, "10.0.0.5", true))
+	p := x.transformPod(newPod("sb", uidA, testNode, "10.0.0.5", true))
 	if e := p.(*podEntry); e.addr != "10.0.0.5:3080" || e.container != "dsh" {
 		t.Errorf("pod entry = %+v", e)
 	}

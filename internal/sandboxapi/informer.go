@@ -20,7 +20,7 @@ type ListWatcher[L runtime.Object] interface {
 type InformerOptions struct {
 	// Tweak edits list and watch options, e.g. to add a label selector.
 	Tweak func(*metav1.ListOptions)
-	// Transform strips objects before they are stored.
+	// Transform strips objects before they are stored (see Keep).
 	Transform cache.TransformFunc
 	Resync    time.Duration
 	Indexers  cache.Indexers
@@ -48,4 +48,16 @@ func NewInformer[L runtime.Object](lw ListWatcher[L], example runtime.Object, op
 		_ = inf.SetTransform(opts.Transform)
 	}
 	return inf
+}
+
+// Keep is a Transform that stores what keep makes of each *T. Anything
+// else passes as it is: a tombstone, or an object the informer already
+// transformed.
+func Keep[T any](keep func(*T) any) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if o, ok := obj.(*T); ok {
+			return keep(o), nil
+		}
+		return obj, nil
+	}
 }

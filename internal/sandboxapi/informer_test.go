@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
@@ -59,4 +60,24 @@ func TestInformerSeesCreateUpdateDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("delete c")
+}
+
+func TestKeepTransformsOnlyItsKind(t *testing.T) {
+	keep := sandboxapi.Keep(func(sb *agents.Sandbox) any { return sb.Name })
+	sb := &agents.Sandbox{}
+	sb.Name = "sb"
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/sb", Obj: sb}
+	for _, tc := range []struct {
+		what string
+		in   any
+		want any
+	}{
+		{"a Sandbox", sb, "sb"},
+		{"a tombstone", tomb, tomb},
+		{"what it kept before", "sb", "sb"},
+	} {
+		if got, err := keep(tc.in); err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", tc.what, got, err, tc.want)
+		}
+	}
 }

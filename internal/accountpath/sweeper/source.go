@@ -34,8 +34,8 @@ type caches struct {
 
 func newCaches(o Options) caches {
 	return caches{
-		sandboxes: sandboxapi.NewInformer(o.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{Transform: slimSandbox}),
-		claims:    sandboxapi.NewInformer(o.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{Transform: slimClaim}),
+		sandboxes: sandboxapi.NewInformer(o.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimSandbox)}),
+		claims:    sandboxapi.NewInformer(o.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimClaim)}),
 	}
 }
 
@@ -66,11 +66,7 @@ func slimMeta(m metav1.ObjectMeta, annotations map[string]string) metav1.ObjectM
 
 // slimSandbox keeps mode, conditions, ownership and the pod's name; pod
 // templates are large.
-func slimSandbox(obj any) (any, error) {
-	sb, ok := obj.(*agents.Sandbox)
-	if !ok {
-		return obj, nil
-	}
+func slimSandbox(sb *agents.Sandbox) any {
 	var ann map[string]string
 	if n, ok := sb.Annotations[agents.AnnotationPodName]; ok {
 		ann = map[string]string{agents.AnnotationPodName: n}
@@ -79,15 +75,11 @@ func slimSandbox(obj any) (any, error) {
 		ObjectMeta: slimMeta(sb.ObjectMeta, ann),
 		Spec:       agents.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
 		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions},
-	}, nil
+	}
 }
 
 // slimClaim keeps the managed-by label and what points at the Sandbox.
-func slimClaim(obj any) (any, error) {
-	c, ok := obj.(*extensions.SandboxClaim)
-	if !ok {
-		return obj, nil
-	}
+func slimClaim(c *extensions.SandboxClaim) any {
 	var ann map[string]string
 	if n, ok := c.Annotations[extensions.AnnotationSandboxName]; ok {
 		ann = map[string]string{extensions.AnnotationSandboxName: n}
@@ -95,7 +87,7 @@ func slimClaim(obj any) (any, error) {
 	return &extensions.SandboxClaim{
 		ObjectMeta: slimMeta(c.ObjectMeta, ann),
 		Status:     extensions.SandboxClaimStatus{Sandbox: extensions.ClaimedSandbox{Name: c.Status.Sandbox.Name}},
-	}, nil
+	}
 }
 
 // clientPatcher suspends through the API server.
