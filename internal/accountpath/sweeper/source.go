@@ -56,23 +56,24 @@ func listOf[T any](inf cache.SharedIndexInformer) []T {
 	return out
 }
 
-// slimMeta keeps the metadata the rules read.
-func slimMeta(m metav1.ObjectMeta, annotations map[string]string) metav1.ObjectMeta {
+// slimMeta keeps the metadata the rules read, of the annotations only
+// annotation.
+func slimMeta(m metav1.ObjectMeta, annotation string) metav1.ObjectMeta {
+	var kept map[string]string
+	if v, ok := m.Annotations[annotation]; ok {
+		kept = map[string]string{annotation: v}
+	}
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels: m.Labels, Annotations: annotations, DeletionTimestamp: m.DeletionTimestamp,
+		Labels: m.Labels, Annotations: kept, DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
 
 // slimSandbox keeps mode, conditions, ownership and the pod's name; pod
 // templates are large.
 func slimSandbox(sb *agents.Sandbox) any {
-	var ann map[string]string
-	if n, ok := sb.Annotations[agents.AnnotationPodName]; ok {
-		ann = map[string]string{agents.AnnotationPodName: n}
-	}
 	return &agents.Sandbox{
-		ObjectMeta: slimMeta(sb.ObjectMeta, ann),
+		ObjectMeta: slimMeta(sb.ObjectMeta, agents.AnnotationPodName),
 		Spec:       agents.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
 		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions},
 	}
@@ -80,12 +81,8 @@ func slimSandbox(sb *agents.Sandbox) any {
 
 // slimClaim keeps the managed-by label and what points at the Sandbox.
 func slimClaim(c *extensions.SandboxClaim) any {
-	var ann map[string]string
-	if n, ok := c.Annotations[extensions.AnnotationSandboxName]; ok {
-		ann = map[string]string{extensions.AnnotationSandboxName: n}
-	}
 	return &extensions.SandboxClaim{
-		ObjectMeta: slimMeta(c.ObjectMeta, ann),
+		ObjectMeta: slimMeta(c.ObjectMeta, extensions.AnnotationSandboxName),
 		Status:     extensions.SandboxClaimStatus{Sandbox: extensions.ClaimedSandbox{Name: c.Status.Sandbox.Name}},
 	}
 }
