@@ -30,27 +30,19 @@ func stored(t *testing.T, objs ...runtime.Object) *Index {
 		t.Fatal(err)
 	}
 	for _, obj := range objs {
-		var (
-			inf cache.SharedIndexInformer
-			e   any
-		)
 		switch o := obj.(type) {
 		case *extensions.SandboxClaim:
-			inf = x.claims
-			e = x.transformClaim(o)
+			err = x.claims.GetStore().Add(x.transformClaim(o))
 		case *agents.Sandbox:
-			inf = x.sandboxes
-			e = x.transformSandbox(o)
+			err = x.sandboxes.GetStore().Add(x.transformSandbox(o))
 		case *corev1.Pod:
-			inf = x.pods
-			e = x.transformPod(o)
+			err = x.pods.GetStore().Add(x.transformPod(o))
 		case *corev1.Node:
-			inf = x.nodes
-			e = x.transformNode(o)
+			err = x.nodes.GetStore().Add(x.transformNode(o))
 		default:
 			t.Fatalf("unexpected %T", obj)
 		}
-		if err := inf.GetStore().Add(e); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
