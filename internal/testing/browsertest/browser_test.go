@@ -231,6 +231,19 @@ func navigateURL(ctx context.Context, url string) (int64, error) {
 	return resp.Status, nil
 }
 
+// navigateWant navigates to url and wants the document's status want;
+// what names the page in the error.
+func navigateWant(ctx context.Context, url string, want int64, what string) error {
+	code, err := navigateURL(ctx, url)
+	if err != nil {
+		return err
+	}
+	if code != want {
+		return fmt.Errorf("%w: %s answered %d, want %d", errUnexpected, what, code, want)
+	}
+	return nil
+}
+
 // reload reloads the page and returns the document's HTTP status.
 func reload(ctx context.Context) (int64, error) {
 	resp, err := chromedp.RunResponse(ctx, chromedp.Reload())

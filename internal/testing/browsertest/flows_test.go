@@ -267,12 +267,8 @@ func reloadFlow(s *session, p *platform, user string) {
 		return s.awaitExpiry(ctx, user)
 	})
 	s.do("agent after token expiry", agentTimeout, func(ctx context.Context) error {
-		code, err := navigateURL(ctx, s.p.agentURL(user, ""))
-		if err != nil {
+		if err := navigateWant(ctx, s.p.agentURL(user, ""), 200, "the agent after the token expired"); err != nil {
 			return err
-		}
-		if code != 200 {
-			return fmt.Errorf("%w: agent answered %d after the token expired", errUnexpected, code)
 		}
 		if err := until(ctx, "the agent after renewal", s.agentReady(user)); err != nil {
 			return err
@@ -445,12 +441,8 @@ func suspendWakeFlow(s *session, p *platform, user string) {
 	})
 	stop()
 	s.do("waking page", stepTimeout, func(ctx context.Context) error {
-		code, err := navigateURL(ctx, s.p.agentURL(user, ""))
-		if err != nil {
+		if err := navigateWant(ctx, s.p.agentURL(user, ""), 503, "the suspended agent (the waking page)"); err != nil {
 			return err
-		}
-		if code != 503 {
-			return fmt.Errorf("%w: the suspended agent answered %d, want 503 with the waking page", errUnexpected, code)
 		}
 		return until(ctx, "the waking page", `document.title === 'Waking your agent' && document.querySelector('meta[http-equiv="refresh"]')`)
 	})

@@ -109,12 +109,8 @@ func hostileFlow(s *session, p *platform, user, other string) {
 	before := refusals()
 	s.do("hostile page ran", stepTimeout, func(ctx context.Context) error {
 		url := p.agentURL(user, "view/"+hostileName)
-		code, err := navigateURL(ctx, url)
-		if err != nil {
+		if err := navigateWant(ctx, url, 200, url); err != nil {
 			return err
-		}
-		if code != 200 {
-			return fmt.Errorf("%w: %s answered %d", errUnexpected, url, code)
 		}
 		if err := until(ctx, "the page's attempts to settle", `document.body?.dataset.done === 'yes'`); err != nil {
 			return err
