@@ -122,12 +122,8 @@ func runPages(t *testing.T, mode userorigin.Mode) {
 // errorPage navigates to u and expects an error page with status code
 // whose next step is a link matching sel.
 func errorPage(ctx context.Context, u string, code int64, sel string) error {
-	got, err := navigateURL(ctx, u)
-	if err != nil {
+	if err := navigateWant(ctx, u, code, u); err != nil {
 		return err
-	}
-	if got != code {
-		return fmt.Errorf("%w: %s answered %d, want %d", errUnexpected, u, got, code)
 	}
 	return until(ctx, fmt.Sprintf("the %d page's link %s", code, sel), fmt.Sprintf(`document.querySelector('h1') && document.querySelector(%q)`, "main "+sel))
 }
