@@ -2,12 +2,8 @@ package nodeproxy_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,8 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/accountpath/authapi"
-	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 	"github.com/sandgate/sandgate/internal/informer"
@@ -29,8 +23,8 @@ import (
 	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
-	"github.com/sandgate/sandgate/internal/testing/clustertest"
 	"github.com/sandgate/sandgate/internal/testing/logbuf"
+	"github.com/sandgate/sandgate/internal/testing/platformtest"
 	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -40,8 +34,8 @@ import (
 // cluster of simtest (controller, kubelet, agent apps on 127.x pod
 // addresses, a warm pool of two), the auth API, and one node proxy per
 // simulated node, each running as the nodeproxy ServiceAccount with only
-// its read-only RBAC; the auth API and the node proxies are the shipped
-// assemblies (internal/accountpath/authapid, internal/requestpath/nodeproxyd).
+// its read-only RBAC; internal/testing/platformtest starts it, the auth API
+// and the node proxies as the shipped assemblies.
 type platform struct {
 	t        *testing.T
 	cp       *controlplane.ControlPlane
@@ -54,9 +48,9 @@ type platform struct {
 	requests atomic.Int64 // API requests made by the node proxies
 	logs     *logbuf.Buffer
 
-	// With platformOptions.Idle: every auth API replica's URL (authURL is
-	// the first), their sweepers, and the wake patches on Sandboxes the
-	// auth API replicas made.
+	// Every auth API replica's URL (authURL is the first) and sweeper, and
+	// with platformOptions.Idle the wake patches on Sandboxes the auth API
+	// replicas made.
 	authURLs    []string
 	sweepers    []*sweeper.Sweeper
 	wakePatches atomic.Int64
@@ -108,20 +102,14 @@ const (
 	e2eEntryCodeTTL = time.Second
 )
 
-// Idle timings of the Idle platform.
-const (
-	e2eIdleTimeout    = 3 * time.Second
-	e2eReportInterval = time.Second
-	e2eLease          = 3 * time.Second
-	e2eWakeTimeout    = 10 * time.Second
-)
+// e2eWakeTimeout is the node proxies' wake timeout on the Idle platform.
+const e2eWakeTimeout = 10 * time.Second
 
 // platformNode is one node's proxy, the shipped assembly, and the informer
 // index it routes with.
 type platformNode struct {
 	name string
 	addr string
-	ops  string // its ops listener
 	idx  *informer.Index
 	reg  *prometheus.Registry
 	d    *nodeproxyd.Daemon
@@ -158,127 +146,44 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	cp := testkit.ControlPlane(t)
-	ctx := context.Background()
-	sim := simtest.Start(t, cp, simtest.Options{Replicas: 2, TrustedHosts: testHost})
-	p := &platform{t: t, cp: cp, ns: sim.NS, sim: sim, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}, subdomain: o.Subdomain,
-		authClock: testkit.NewOffsetClock()}
-	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	// The auth API, as the admin (its own RBAC is tested in its package):
-	// one replica, or two with sweepers.
-	replicas := 1
-	if o.Idle {
-		replicas = 2
-	}
-	for r := range replicas {
-		p.startAuth(r, o, logger)
-	}
-	p.authURL = p.authURLs[0]
-
-	// The node proxies' identity: read-only RBAC, a counted API client,
-	// a token for the auth API's internal audience, and the hop key.
-	clustertest.GrantNodeProxy(t, p.kube, p.ns)
-	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.ObserveRequests(cfg, func(*http.Request) { p.requests.Add(1) })
-	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile, hopKeyFile := filepath.Join(dir, "token"), filepath.Join(dir, "hop.key")
-	for file, data := range map[string][]byte{tokenFile: []byte(saToken), hopKeyFile: nodeproxy.TestHopKey} {
-		if err := os.WriteFile(file, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kube, sb := testkit.Clients(t, cfg)
-	port := 0
-	for i := 1; i <= 2; i++ {
-		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
-		ln, err := net.Listen("tcp", net.JoinHostPort(fmt.Sprintf("127.0.1.%d", i), fmt.Sprint(port)))
-		if err != nil {
-			t.Fatalf("listen on node %d: %v", i, err)
-		}
-		n.addr = ln.Addr().String()
-		port = ln.Addr().(*net.TCPAddr).Port
-		c := nodeproxyd.Defaults()
-		c.NodeName, c.Namespace, c.ListenAddr, c.OpsAddr = n.name, p.ns, n.addr, "127.0.0.1:0"
-		c.AuthAPIURL, c.SATokenFile, c.HopKeyFile = p.authURL, tokenFile, hopKeyFile
-		c.LogRoot = sim.Cluster.Kubelet.LogRoot(n.name)
-		c.CookieSecure, c.AllowInsecure, c.ShutdownTimeout = false, true, 2*time.Second
-		if o.Subdomain {
-			c.RoutingMode, c.UserDomain, c.PublicOrigin = string(userorigin.Subdomain), e2eUserDomain, "http://"+testHost
-		}
-		if o.Idle {
-			// Node i reports to and wakes through replica i.
-			c.AuthAPIURL = p.authURLs[(i-1)%len(p.authURLs)]
-			c.WakeTimeout, c.ReportInterval = e2eWakeTimeout, e2eReportInterval
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		if n.d, err = nodeproxyd.Assemble(c, nodeproxyd.Deps{
-			Logger: logger.With("process", n.name), Registry: n.reg, Listener: ln,
-			Sources: nodeproxyd.Clients{Kube: kube, Sandboxes: sb},
-		}); err != nil {
-			t.Fatal(err)
-		}
-		n.idx, n.ops = n.d.Index(), n.d.OpsAddr()
-		testkit.Run(t, n.name+"'s node proxy", n.d.Run)
-		p.nodes = append(p.nodes, n)
-	}
-	for _, n := range p.nodes {
-		testkit.Eventually(t, n.name+" ready", func() bool { return testkit.Status("http://"+n.ops+"/readyz") == http.StatusOK })
+	p := &platform{t: t, subdomain: o.Subdomain, authClock: testkit.NewOffsetClock()}
+	env := platformtest.Start(t, p.options(o))
+	p.cp, p.sim, p.logs = env.CP, env.Sim, env.Logs
+	p.ns, p.kube, p.sb = env.Sim.NS, env.Sim.Core, env.Sim.SB
+	p.authURLs, p.authURL, p.sweepers = env.AuthURLs, env.AuthURLs[0], env.Sweepers
+	for _, n := range env.Nodes {
+		p.nodes = append(p.nodes, &platformNode{name: n.Name, addr: n.Addr, idx: n.Index, reg: n.Registry, d: n.Daemon})
 	}
 	return p
 }
 
-// startAuth starts auth API replica r, the shipped assembly, on its own
-// listener. With o.Idle its sweeper runs (identity: its pod name and that
-// listener) and its wake patches are counted in p.wakePatches; otherwise
-// its sweeper is held apart and never runs.
-func (p *platform) startAuth(r int, o platformOptions, logger *slog.Logger) {
-	t := p.t
-	name := fmt.Sprintf("authapi-%d", r)
-	c := authapid.Defaults()
-	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", name
-	c.Namespace, c.WarmPool, c.TrustedProxies = p.ns, "dsh-pool", "127.0.0.0/8"
-	c.AllowedServiceAccounts = "system:serviceaccount:" + p.ns + ":nodeproxy"
-	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
-	c.WakeTimeout, c.TokenReviewCacheTTL = 20*time.Second, time.Second
-	if o.Subdomain {
-		c.RoutingMode, c.UserDomain, c.EntryCodeTTL = string(userorigin.Subdomain), e2eUserDomain, e2eEntryCodeTTL
+// options shapes the platform o asks for. The node proxies run with the
+// hop key, their API requests counted in p.requests. With o.Idle, node i
+// reports to and wakes through auth API replica i, whose sweeper runs and
+// whose wake patches are counted in p.wakePatches; otherwise the one
+// replica's sweeper is held apart and never runs.
+func (p *platform) options(o platformOptions) platformtest.Options {
+	po := platformtest.Options{
+		Sim:                simtest.Options{Replicas: 2, TrustedHosts: testHost},
+		AuthWakeTimeout:    20 * time.Second,
+		AuthClock:          p.authClock.Now,
+		HopKey:             nodeproxy.TestHopKey,
+		ObserveNodeRequest: func(*http.Request) { p.requests.Add(1) },
 	}
-	deps := authapid.Deps{Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: !o.Idle, Now: p.authClock.Now}
 	if o.Idle {
-		deps.Logger = logger.With("process", name)
-		c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = e2eLease, 2*time.Second, 500*time.Millisecond
-		c.IdleTimeout, c.ReportInterval, c.IdleCountsOpenConnections = e2eIdleTimeout, e2eReportInterval, o.CountOpenConnections
-		cfg := p.cp.AdminConfig()
-		testkit.ObserveRequests(cfg, func(r *http.Request) {
+		po.AuthReplicas, po.Sweep, po.ShortIdle, po.IdleCountsOpenConnections = 2, true, true, o.CountOpenConnections
+		po.NodeWakeTimeout = e2eWakeTimeout
+		po.ObserveAuthRequest = func(r *http.Request) {
 			if isWakePatch(r) {
 				p.wakePatches.Add(1)
 			}
-		})
-		var err error
-		if deps.Sandboxes, err = sandboxapi.NewForConfig(cfg); err != nil {
-			t.Fatal(err)
 		}
 	}
-	auth, err := authapid.Assemble(c, deps)
-	if err != nil {
-		t.Fatal(err)
+	if o.Subdomain {
+		po.Mode, po.UserDomain, po.EntryCodeTTL = userorigin.Subdomain, e2eUserDomain, e2eEntryCodeTTL
+		po.PublicOrigin = func(string) string { return "http://" + testHost }
 	}
-	if o.Idle {
-		p.sweepers = append(p.sweepers, auth.Sweeper())
-	}
-	testkit.Run(t, name, auth.Run)
-	p.authURLs = append(p.authURLs, "http://"+auth.Addr())
-	testkit.Eventually(t, name+" ready", auth.Ready)
+	return po
 }
 
 // account is a signed-up user: bearer token and session cookie value.

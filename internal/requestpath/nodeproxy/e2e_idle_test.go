@@ -21,13 +21,14 @@ import (
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/testing/platformtest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // e2eSuspendBound is how soon after its last traffic an idle sandbox must be
 // suspended: IDLE_TIMEOUT + 2 x REPORT_INTERVAL, plus slack for a loaded
 // two-core machine running the API server, the cluster and the platform.
-const e2eSuspendBound = e2eIdleTimeout + 2*e2eReportInterval + 3*time.Second
+const e2eSuspendBound = platformtest.IdleTimeout + 2*platformtest.ReportInterval + 3*time.Second
 
 // TestE2EIdle runs the must-show list of the idle-suspend issue on the
 // real API server, the simulated two-node cluster, two auth API replicas
@@ -57,8 +58,8 @@ func TestE2EIdle(t *testing.T) {
 		if lag > e2eSuspendBound {
 			t.Errorf("suspended %v after the last request, want at most %v", lag, e2eSuspendBound)
 		}
-		if lag < e2eIdleTimeout {
-			t.Errorf("suspended %v after the last request, before IDLE_TIMEOUT %v", lag, e2eIdleTimeout)
+		if lag < platformtest.IdleTimeout {
+			t.Errorf("suspended %v after the last request, before IDLE_TIMEOUT %v", lag, platformtest.IdleTimeout)
 		}
 	})
 

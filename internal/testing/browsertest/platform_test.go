@@ -5,11 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,15 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sandgate/sandgate/internal/accountpath/authapi"
-	"github.com/sandgate/sandgate/internal/accountpath/authapid"
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/informer"
-	"github.com/sandgate/sandgate/internal/requestpath/nodeproxyd"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
-	"github.com/sandgate/sandgate/internal/testing/clustertest"
 	"github.com/sandgate/sandgate/internal/testing/logbuf"
+	"github.com/sandgate/sandgate/internal/testing/platformtest"
 	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -47,23 +40,22 @@ const userDomain = "u.example.test"
 // so that a test outlives a token and sees it renewed.
 const sessionTTL = 3 * time.Second
 
-// Idle suspend and wake timings. The sweeper runs only while a flow asks
-// for it (platform.sweep), so the short idle timeout cannot suspend an
-// agent in the middle of another flow. A resume takes well over the node
-// proxies' wake timeout, so a navigation to a woken agent is answered with
-// the waking page before the agent opens.
+// Suspend and wake timings. The sweeper runs only while a flow asks for it
+// (platform.sweep), so the short idle timeout (platformtest.ShortIdle)
+// cannot suspend an agent in the middle of another flow. A resume takes
+// well over the node proxies' wake timeout, so a navigation to a woken
+// agent is answered with the waking page before the agent opens.
 const (
-	idleTimeout    = 3 * time.Second
-	reportInterval = time.Second
-	wakeTimeout    = 2 * time.Second
-	resumeDelay    = 10 * time.Second
+	wakeTimeout = 2 * time.Second
+	resumeDelay = 10 * time.Second
 )
 
-// platform is the full local platform, as internal/requestpath/nodeproxy's end-to-end
-// tests build it: the simulated cluster (a warm pool of two), the auth API
-// with its idle sweeper, and one node proxy per simulated node running as
-// the nodeproxy ServiceAccount with its read-only RBAC, reporting activity
-// and waking suspended sandboxes; all in one routing mode (ROUTING_MODE).
+// platform is the full local platform, started by internal/testing/platformtest
+// as for internal/requestpath/nodeproxy's end-to-end tests: the simulated
+// cluster (a warm pool of two), the auth API with its idle sweeper, and one node proxy
+// per simulated node running as the nodeproxy ServiceAccount with its
+// read-only RBAC, reporting activity and waking suspended sandboxes; all in
+// one routing mode (ROUTING_MODE).
 type platform struct {
 	t       *testing.T
 	mode    userorigin.Mode
@@ -77,12 +69,11 @@ type platform struct {
 	logs    *logbuf.Buffer
 }
 
-// platformNode is one node's proxy: its addresses, the informer index it
+// platformNode is one node's proxy: its address, the informer index it
 // routes and holds requests with, and its metrics.
 type platformNode struct {
 	name string
 	addr string // host:port on 127.0.1.<n>
-	ops  string // its ops listener
 	idx  *informer.Index
 	reg  *prometheus.Registry
 }
@@ -93,103 +84,29 @@ type platformNode struct {
 // configure them but for the short timings above.
 func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	t.Helper()
-	cp := testkit.ControlPlane(t)
-	ctx := context.Background()
-	sim := simtest.Start(t, cp, simtest.Options{
-		Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay},
+	p := &platform{t: t, mode: mode}
+	env := platformtest.Start(t, platformtest.Options{
+		Sim:       simtest.Options{Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay}},
+		ShortIdle: true,
+		Mode:      mode, UserDomain: userDomain, PublicOrigin: gatewayOrigin,
+		SessionTTL: sessionTTL, AuthWakeTimeout: 30 * time.Second, NodeWakeTimeout: wakeTimeout,
 	})
-	p := &platform{t: t, mode: mode, ns: sim.NS, kube: sim.Core, sb: sim.SB, logs: &logbuf.Buffer{}}
-	logger := slog.New(slog.NewJSONHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	p.authURL = p.startAuth(logger)
-
-	clustertest.GrantNodeProxy(t, p.kube, p.ns)
-	cfg, err := cp.ServiceAccountConfig(ctx, p.ns, "nodeproxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	saToken, err := cp.ServiceAccountToken(ctx, p.ns, "nodeproxy", 3600, authapi.DefaultInternalAudience)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kube, sb := testkit.Clients(t, cfg)
-	port := 0
-	for i := 1; i <= 2; i++ {
-		n := &platformNode{name: fmt.Sprintf("%s-%d", p.ns, i), reg: prometheus.NewRegistry()}
-		ln, err := net.Listen("tcp", net.JoinHostPort(fmt.Sprintf("127.0.1.%d", i), fmt.Sprint(port)))
-		if err != nil {
-			t.Fatalf("listen on node %d: %v", i, err)
-		}
-		n.addr = ln.Addr().String()
-		if port == 0 {
-			port = ln.Addr().(*net.TCPAddr).Port
-			p.port = fmt.Sprint(port)
-		}
-		c := nodeproxyd.Defaults()
-		c.NodeName, c.Namespace, c.ListenAddr, c.OpsAddr = n.name, p.ns, n.addr, "127.0.0.1:0"
-		c.AuthAPIURL, c.SATokenFile, c.LogRoot = p.authURL, tokenFile, sim.Cluster.Kubelet.LogRoot(n.name)
-		c.CookieSecure, c.AllowInsecure = false, true
-		c.ShutdownTimeout, c.WakeTimeout, c.ReportInterval = 2*time.Second, wakeTimeout, reportInterval
-		c.RoutingMode = string(mode)
-		if mode == userorigin.Subdomain {
-			c.UserDomain, c.PublicOrigin = userDomain, p.mainOrigin()
-		}
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		d, err := nodeproxyd.Assemble(c, nodeproxyd.Deps{
-			Logger: logger.With("process", n.name), Registry: n.reg, Listener: ln,
-			Sources: nodeproxyd.Clients{Kube: kube, Sandboxes: sb},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.idx, n.ops = d.Index(), d.OpsAddr()
-		testkit.Run(t, n.name+"'s node proxy", d.Run)
-		p.nodes = append(p.nodes, n)
-	}
-	for _, n := range p.nodes {
-		testkit.Eventually(t, n.name+" ready", func() bool { return testkit.Status("http://"+n.ops+"/readyz") == http.StatusOK })
+	p.port, p.authURL, p.sweeper, p.logs = env.Port, env.AuthURLs[0], env.Sweepers[0], env.Logs
+	p.ns, p.kube, p.sb = env.Sim.NS, env.Sim.Core, env.Sim.SB
+	for _, n := range env.Nodes {
+		p.nodes = append(p.nodes, &platformNode{name: n.Name, addr: n.Addr, idx: n.Index, reg: n.Registry})
 	}
 	return p
-}
-
-// startAuth runs the auth API, as replica authapi-0, with its sweeper
-// held apart (see sweep), and returns its URL.
-func (p *platform) startAuth(logger *slog.Logger) string {
-	t := p.t
-	c := authapid.Defaults()
-	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", "authapi-0"
-	c.Namespace, c.WarmPool, c.TrustedProxies = p.ns, "dsh-pool", "127.0.0.0/8"
-	c.AllowedServiceAccounts = "system:serviceaccount:" + p.ns + ":nodeproxy"
-	c.CookieSecure, c.AllowInsecure, c.RateLimit = false, true, 0
-	c.SessionTTL, c.WakeTimeout, c.TokenReviewCacheTTL = sessionTTL, 30*time.Second, time.Second
-	c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
-	c.IdleTimeout, c.ReportInterval = idleTimeout, reportInterval
-	c.RoutingMode = string(p.mode)
-	if p.mode == userorigin.Subdomain {
-		c.UserDomain = userDomain
-	}
-	auth, err := authapid.Assemble(c, authapid.Deps{
-		Logger: logger.With("process", "authapi"), Kube: p.kube, Sandboxes: p.sb, SweepApart: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.sweeper = auth.Sweeper()
-	testkit.Run(t, "auth API", auth.Run)
-	testkit.Eventually(t, "auth API ready", auth.Ready)
-	return "http://" + auth.Addr()
 }
 
 // subdomain reports whether the platform runs in subdomain routing.
 func (p *platform) subdomain() bool { return p.mode == userorigin.Subdomain }
 
 // mainOrigin is the origin of the landing page and the auth API.
-func (p *platform) mainOrigin() string { return "http://" + net.JoinHostPort(gatewayHost, p.port) }
+func (p *platform) mainOrigin() string { return gatewayOrigin(p.port) }
+
+// gatewayOrigin is the main origin when the node proxies listen on port.
+func gatewayOrigin(port string) string { return "http://" + net.JoinHostPort(gatewayHost, port) }
 
 // agentURL is the URL of rest (a relative path, "" for the agent's home)
 // in user's agent: under /u/<user>/ on the main origin in path routing,
