@@ -29,14 +29,8 @@ import (
 func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{})
 	createFilePool(t, e, "dsh-file", "dsh-file-pool")
-	claim, err := e.SB.SandboxClaims(e.NS).Create(t.Context(), &extensions.SandboxClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "dsh-carol"},
-		Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "dsh-file-pool"}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim = e.WaitClaimReady(claim.Name, testkit.Timeout)
+	e.CreateClaimOn("dsh-file-pool", "dsh-carol", agents.PodMetadata{})
+	claim := e.WaitClaimReady("dsh-carol", testkit.Timeout)
 	name := claim.Status.Sandbox.Name
 	pod, err := e.Pod(name)
 	if err != nil {

@@ -148,13 +148,7 @@ func TestClaimStartsColdWhenPoolEmpty(t *testing.T) {
 
 func TestClaimWithoutPool(t *testing.T) {
 	e := start(t, 0, controller.Delays{})
-	_, err := e.SB.SandboxClaims(e.NS).Create(t.Context(), &extensions.SandboxClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
-		Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "missing"}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.CreateClaimOn("missing", "orphan", agents.PodMetadata{})
 	e.Eventually(testkit.Timeout, func() string {
 		r := simtest.Condition(e.Claim("orphan").Status.Conditions, agents.ConditionReady)
 		if r.Status != metav1.ConditionFalse || r.Reason != extensions.ReasonWarmPoolNotFound {

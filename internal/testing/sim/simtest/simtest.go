@@ -90,12 +90,19 @@ func (e *Env) createPool(replicas int32, trusted string) {
 	}
 }
 
-// CreateClaim creates a claim on the pool.
+// CreateClaim creates a claim on the Env's pool.
 func (e *Env) CreateClaim(name string, meta agents.PodMetadata) *extensions.SandboxClaim {
+	e.T.Helper()
+	return e.CreateClaimOn(PoolName, name, meta)
+}
+
+// CreateClaimOn creates a claim on the named warm pool, which need not
+// exist.
+func (e *Env) CreateClaimOn(pool, name string, meta agents.PodMetadata) *extensions.SandboxClaim {
 	e.T.Helper()
 	claim, err := e.SB.SandboxClaims(e.NS).Create(e.T.Context(), &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: PoolName}, AdditionalPodMetadata: meta},
+		Spec:       extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: pool}, AdditionalPodMetadata: meta},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		e.T.Fatal(err)
