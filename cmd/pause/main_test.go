@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,8 +26,7 @@ const helperEnv = "SANDGATE_PAUSE_TEST_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "pause-with-child":
-		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), helperEnv+"=child")
+		child := testkit.SelfCommand(helperEnv + "=child")
 		child.Stdin = os.Stdin
 		if err := child.Start(); err != nil {
 			os.Exit(3)
@@ -79,26 +77,14 @@ func TestUsage(t *testing.T) {
 // TestProcess runs pause as a process: a child that exits is reaped, not
 // left a zombie, and SIGTERM ends pause with status 0.
 func TestProcess(t *testing.T) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"=pause-with-child")
-	childStdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cmd := testkit.SelfCommand(helperEnv + "=pause-with-child")
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd.Stderr = stderrW
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	childStdin, stdout := testkit.StartPiped(t, cmd)
 	stderrW.Close()
-	t.Cleanup(func() { cmd.Process.Kill() })
 
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {

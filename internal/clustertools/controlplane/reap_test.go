@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -45,19 +44,8 @@ func TestReapChild(t *testing.T) {
 func TestChildProcessesAreReaped(t *testing.T) {
 	for _, mode := range []string{"fail", "panic", "hang"} {
 		t.Run(mode, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestReapChild$", "-test.v")
-			cmd.Env = append(os.Environ(), childEnv+"="+mode)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			cmd := testkit.SelfCommand(childEnv+"="+mode, "-test.run=^TestReapChild$", "-test.v")
+			in, out := testkit.StartPiped(t, cmd)
 			dir := ""
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
@@ -67,8 +55,6 @@ func TestChildProcessesAreReaped(t *testing.T) {
 				}
 			}
 			if dir == "" {
-				cmd.Process.Kill()
-				cmd.Wait()
 				t.Fatal("child printed no control-plane dir")
 			}
 			if len(processesUsing(dir)) != 2 {
