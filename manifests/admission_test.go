@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -33,12 +35,10 @@ const authapiPolicy = "sandgate-authapi-writes"
 // makes, which the policy refuses: above all a patch of a Sandbox's pod
 // template to a privileged container.
 func TestAuthAPIWritesAreLimitedByAdmission(t *testing.T) {
-	applyAuthAPIAdmission(t)
-	_, admin := testkit.Clients(t, testkit.ControlPlane(t).AdminConfig())
-	_, authapi := testkit.Clients(t, asAuthAPI(t))
+	admin, authapi := applyAuthAPIAdmission(t)
 	ctx := t.Context()
-	sandboxes, claims := authapi.Sandboxes(sandboxNamespace), authapi.SandboxClaims(sandboxNamespace)
-	adminSandboxes, adminClaims := admin.Sandboxes(sandboxNamespace), admin.SandboxClaims(sandboxNamespace)
+	sandboxes, claims := authapi.sb.Sandboxes(sandboxNamespace), authapi.sb.SandboxClaims(sandboxNamespace)
+	adminSandboxes, adminClaims := admin.sb.Sandboxes(sandboxNamespace), admin.sb.SandboxClaims(sandboxNamespace)
 
 	sb, err := adminSandboxes.Create(ctx, testSandbox("admission-test"), metav1.CreateOptions{})
 	if err != nil {
@@ -283,9 +283,7 @@ const podDeletesPolicy = "sandgate-authapi-pod-deletes"
 // carries the user label passes; a running one, one without a Sandbox
 // owner and one without the user label are refused.
 func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
-	applyAuthAPIAdmission(t)
-	admin, _ := testkit.Clients(t, testkit.ControlPlane(t).AdminConfig())
-	authapi, _ := testkit.Clients(t, asAuthAPI(t))
+	admin, authapi := applyAuthAPIAdmission(t)
 	ctx := t.Context()
 	sandboxOwner := metav1.OwnerReference{APIVersion: agents.GroupVersion.String(), Kind: "Sandbox", Name: "sb", UID: "uid-sb", Controller: ptr.To(true)}
 	userLabel := map[string]string{account.PodLabelUser: "bob"}
@@ -300,13 +298,13 @@ func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 			},
 		}
 		t.Cleanup(func() {
-			_ = admin.CoreV1().Pods(sandboxNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = admin.kube.CoreV1().Pods(sandboxNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
-		testkit.CreateWithStatus(t, admin.CoreV1().Pods(sandboxNamespace), p, func(created *corev1.Pod) { created.Status.Phase = phase })
+		testkit.CreateWithStatus(t, admin.kube.CoreV1().Pods(sandboxNamespace), p, func(created *corev1.Pod) { created.Status.Phase = phase })
 		return name
 	}
 	del := func(name string) error {
-		return authapi.CoreV1().Pods(sandboxNamespace).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return authapi.kube.CoreV1().Pods(sandboxNamespace).Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	}
 	running := pod("sandbox-running", corev1.PodRunning, []metav1.OwnerReference{sandboxOwner}, userLabel)
 	waitForPolicy(t, podDeletesPolicy, func() error { return del(running) })
@@ -326,9 +324,17 @@ func TestAuthAPIDeletesOnlyTerminatedSandboxPods(t *testing.T) {
 	}
 }
 
+// clientSet is one identity's core and sandbox clients.
+type clientSet struct {
+	kube kubernetes.Interface
+	sb   *sandboxapi.Client
+}
+
 // applyAuthAPIAdmission applies the auth API's RBAC, ConfigMap and the
-// admission policies to the real API server, without its workloads.
-func applyAuthAPIAdmission(t *testing.T) {
+// admission policies to the real API server, without its workloads, and
+// returns the admin's clients and the auth API's (its ServiceAccount
+// impersonated).
+func applyAuthAPIAdmission(t *testing.T) (admin, authapi clientSet) {
 	t.Helper()
 	a := newApplier(t)
 	for _, dir := range []string{"namespace", "authapi", "admission"} {
@@ -341,6 +347,9 @@ func applyAuthAPIAdmission(t *testing.T) {
 			}
 		}
 	}
+	admin.kube, admin.sb = testkit.Clients(t, testkit.ControlPlane(t).AdminConfig())
+	authapi.kube, authapi.sb = testkit.Clients(t, asAuthAPI(t))
+	return admin, authapi
 }
 
 // asAuthAPI is the admin config impersonating the auth API's
