@@ -1,7 +1,6 @@
 package authapid
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +9,10 @@ import (
 )
 
 func TestEnvironmentThenFlags(t *testing.T) {
-	c, err := Load([]string{"--namespace", "from-flag", "--wake-timeout=2m"}, testkit.Env(map[string]string{
+	c := testkit.Loaded(t, Load, []string{"--namespace", "from-flag", "--wake-timeout=2m"}, map[string]string{
 		"NAMESPACE": "from-env", "WAKE_TIMEOUT": "30", "COOKIE_MAX_AGE": "3600", "AUTH_RATE_WINDOW": "1.5",
 		"COOKIE_SECURE": "false", "ALLOW_INSECURE_COOKIES": "1", "TRUSTED_PROXIES": "10.0.0.0/8, 192.0.2.1",
-	}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if c.Namespace != "from-flag" || c.WakeTimeout != 2*time.Minute || c.CookieMaxAge != time.Hour || c.RateWindow != 1500*time.Millisecond ||
 		c.CookieSecure || !c.AllowInsecure {
 		t.Errorf("config %+v", c)
@@ -31,11 +27,11 @@ func TestEnvironmentThenFlags(t *testing.T) {
 }
 
 func TestInsecureCookiesNeedTheDemoSwitch(t *testing.T) {
-	c, _ := Load(nil, testkit.Env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
+	c := testkit.Loaded(t, Load, nil, map[string]string{"COOKIE_SECURE": "false"})
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "ALLOW_INSECURE_COOKIES") {
 		t.Errorf("COOKIE_SECURE=false alone: %v", err)
 	}
-	c, _ = Load([]string{"--allow-insecure-cookies"}, testkit.Env(map[string]string{"COOKIE_SECURE": "false"}), io.Discard)
+	c = testkit.Loaded(t, Load, []string{"--allow-insecure-cookies"}, map[string]string{"COOKIE_SECURE": "false"})
 	if err := c.Validate(); err != nil {
 		t.Errorf("with the switch: %v", err)
 	}

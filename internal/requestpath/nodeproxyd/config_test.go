@@ -1,7 +1,6 @@
 package nodeproxyd
 
 import (
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -21,10 +20,7 @@ func validated(t *testing.T, base, extra map[string]string) (Config, error) {
 	t.Helper()
 	e := maps.Clone(base)
 	maps.Copy(e, extra)
-	c, err := Load(nil, testkit.Env(e), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testkit.Loaded(t, Load, nil, e)
 	return c, c.Validate()
 }
 
@@ -47,13 +43,10 @@ func validOrRefused(t *testing.T, base, extra map[string]string, wantErr string)
 }
 
 func TestEnvThenFlags(t *testing.T) {
-	c, err := Load([]string{"--max-body-mb", "7", "--write-timeout=90"}, testkit.Env(map[string]string{
+	c := testkit.Loaded(t, Load, []string{"--max-body-mb", "7", "--write-timeout=90"}, map[string]string{
 		"NODE_NAME": "n1", "MAX_BODY_MB": "3", "MAX_IN_FLIGHT_PER_USER": "5", "COOKIE_SECURE": "false",
 		"ALLOW_INSECURE_COOKIES": "1", "UPSTREAM_HEADER_ALLOWLIST": "Accept, X-Custom", "LISTEN_ADDR": ":8443",
-	}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,15 +65,12 @@ func TestEnvThenFlags(t *testing.T) {
 }
 
 func TestValidateReportsEverything(t *testing.T) {
-	c, err := Load(nil, testkit.Env(map[string]string{
+	c := testkit.Loaded(t, Load, nil, map[string]string{
 		"MAX_BODY_MB": "lots", "COOKIE_SECURE": "false", "TRUSTED_PROXIES": "10.0.0.0/8,nope", "LOG_LEVEL": "loud",
 		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x", "ACCESS_LOG_SUMMARY": "-1s",
 		"DRAIN_DELAY": "-5", "CLAIM_PREFIX": "7dsh-",
-	}), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Validate()
+	})
+	err := c.Validate()
 	for _, want := range []string{`MAX_BODY_MB="lots"`, "ALLOW_INSECURE_COOKIES", "NODE_NAME must not be empty", `"nope"`,
 		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL", "ACCESS_LOG_SUMMARY -1s", "DRAIN_DELAY -5s", `CLAIM_PREFIX: claim prefix "7dsh-"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
