@@ -82,12 +82,7 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 1})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-bob", agents.PodMetadata{})
-	claim := e.WaitClaimReady("dsh-bob", testkit.Timeout)
-	name := claim.Status.Sandbox.Name
-	pod, err := e.Pod(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := e.ReadyPod("dsh-bob")
 
 	reg := prometheus.NewRegistry()
 	h, err := handshake.New(handshake.Options{LogRoot: e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), Registerer: reg})
@@ -137,7 +132,7 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 
 	// The app restarts with a new token: the old cookie gets 401, and one
 	// refresh reads the new token from the new log file.
-	restart(t, e, name)
+	restart(t, e, pod.Name)
 	if code := get(t, pod, first); code != http.StatusUnauthorized {
 		t.Fatalf("restarted app answered %d to the old cookie, want 401", code)
 	}
@@ -147,7 +142,7 @@ func TestHandshakeWithTheSimulatedCluster(t *testing.T) {
 	}
 
 	// Suspend deletes the pod; its entry is dropped, so the next lookup misses.
-	e.SetMode(name, agents.OperatingModeSuspended)
+	e.SetMode(pod.Name, agents.OperatingModeSuspended)
 	e.Eventually(testkit.Timeout, func() string {
 		if _, err := e.Core.CoreV1().Pods(e.NS).Get(t.Context(), pod.Name, metav1.GetOptions{}); err == nil {
 			return "pod still there"

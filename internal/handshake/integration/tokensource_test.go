@@ -30,12 +30,7 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{})
 	createFilePool(t, e, "dsh-file", "dsh-file-pool")
 	e.CreateClaimOn("dsh-file-pool", "dsh-carol", agents.PodMetadata{})
-	claim := e.WaitClaimReady("dsh-carol", testkit.Timeout)
-	name := claim.Status.Sandbox.Name
-	pod, err := e.Pod(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := e.ReadyPod("dsh-carol")
 
 	reg := prometheus.NewRegistry()
 	h, err := handshake.New(handshake.Options{
@@ -57,14 +52,14 @@ func TestTokenFileInTheSimulatedCluster(t *testing.T) {
 		t.Fatalf("app answered %d to the cookie from the token file", code)
 	}
 
-	restart(t, e, name)
+	restart(t, e, pod.Name)
 	refreshed(t, h, pod, target, first)
 	if n := counter(t, reg, "sandgate_handshake_total", "source", "file"); n != 2 {
 		t.Errorf("file handshakes: %v, want 2", n)
 	}
 
 	// Suspend deletes the pod and its pod directory with it.
-	e.SetMode(name, agents.OperatingModeSuspended)
+	e.SetMode(pod.Name, agents.OperatingModeSuspended)
 	e.Eventually(testkit.Timeout, func() string {
 		if _, err := os.Stat(filepath.Join(e.Cluster.Kubelet.PodsDir(pod.Spec.NodeName), string(pod.UID))); err == nil {
 			return "pod directory still there"
@@ -83,11 +78,7 @@ func TestPlantedRequestLogInTheSimulatedCluster(t *testing.T) {
 	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 1})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-dave", agents.PodMetadata{})
-	claim := e.WaitClaimReady("dsh-dave", testkit.Timeout)
-	pod, err := e.Pod(claim.Status.Sandbox.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := e.ReadyPod("dsh-dave")
 	planted := []string{"/x&token=" + strings.Repeat("A", 43), "/u/dave/a=1&token=" + strings.Repeat("b", 64)}
 	for _, p := range planted {
 		if code := request(t, pod, p); code != http.StatusUnauthorized {

@@ -63,11 +63,8 @@ func TestSuspendKeepsVolumeAndResumeGetsNewPod(t *testing.T) {
 	e := start(t, 1, controller.Delays{Resume: resume})
 	e.WaitPool(1)
 	claim := e.CreateClaim("dsh-carol", agents.PodMetadata{})
-	name := e.WaitClaimReady("dsh-carol", testkit.Timeout).Status.Sandbox.Name
-	before, err := e.Pod(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := e.ReadyPod("dsh-carol")
+	name := before.Name
 	cookie := e.Cookie(before, "carol")
 	if code, body := do(t, http.MethodPut, before, "/api/files/notes/today.txt", cookie, "remember me"); code != http.StatusOK && code != http.StatusCreated {
 		t.Fatalf("upload: %d %s", code, body)
@@ -196,11 +193,8 @@ func TestContainerCrashRestartsWithNewToken(t *testing.T) {
 	e := start(t, 1, controller.Delays{})
 	e.WaitPool(1)
 	e.CreateClaim("dsh-erin", agents.PodMetadata{})
-	name := e.WaitClaimReady("dsh-erin", testkit.Timeout).Status.Sandbox.Name
-	pod, err := e.Pod(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := e.ReadyPod("dsh-erin")
+	name := pod.Name
 	logDir := filepath.Join(e.Cluster.Kubelet.LogRoot(pod.Spec.NodeName), e.NS+"_"+name+"_"+string(pod.UID), "dsh")
 	first := testkit.LaunchToken(t, filepath.Join(logDir, "0.log"))
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sandgate/sandgate/internal/testing/clustertest"
 	"github.com/sandgate/sandgate/internal/testing/sim/cluster"
 	"github.com/sandgate/sandgate/internal/testing/sim/controller"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // PoolName is the warm pool every Env creates.
@@ -172,6 +173,17 @@ func (e *Env) WaitClaimReady(name string, timeout time.Duration) *extensions.San
 		return ""
 	})
 	return c
+}
+
+// ReadyPod waits for the claim's Ready condition and returns the pod of
+// its Sandbox, which bears the Sandbox's name.
+func (e *Env) ReadyPod(claim string) *corev1.Pod {
+	e.T.Helper()
+	pod, err := e.Pod(e.WaitClaimReady(claim, testkit.Timeout).Status.Sandbox.Name)
+	if err != nil {
+		e.T.Fatalf("get the pod of claim %s: %v", claim, err)
+	}
+	return pod
 }
 
 // WaitPool waits until the pool reports ready spares.
