@@ -2,7 +2,8 @@
 // JWT session cookie without and with the verifier's cache (as the node
 // proxy does on every request), and checking a bearer token against the
 // claim's SHA-256 annotation (account.Account.TokenMatches, as the node
-// proxy and the auth API's login do). The functions are go test
+// proxy and the auth API's login do); and signing a session token, as the
+// auth API does for every new or renewed session. The functions are go test
 // benchmarks; sessions_test.go exposes them to `go test -bench`.
 package sessions
 
@@ -19,10 +20,7 @@ import (
 func verifier(b *testing.B, cacheSize int) (*jwt.Verifier, string) {
 	b.Helper()
 	ring := jwt.NewKeyRing(time.Now().Add(-time.Minute))
-	s, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: ring, Issuer: "bench", Audience: "sandgate", Lifetime: time.Hour})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := signer(b, ring)
 	data, err := ring.JWKS()
 	if err != nil {
 		b.Fatal(err)
@@ -45,6 +43,16 @@ func verifier(b *testing.B, cacheSize int) (*jwt.Verifier, string) {
 	return v, tok
 }
 
+// signer returns a signer on ring with the auth API's session lifetime.
+func signer(b *testing.B, ring *jwt.KeyRing) *jwt.Signer {
+	b.Helper()
+	s, err := jwt.NewSigner(jwt.SignerOptions{KeyRing: ring, Issuer: "bench", Audience: "sandgate", Lifetime: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // verify benchmarks Verify of one token with cacheSize.
 func verify(b *testing.B, cacheSize int) {
 	v, tok := verifier(b, cacheSize)
@@ -63,6 +71,32 @@ func VerifyUncached(b *testing.B) { verify(b, -1) }
 // VerifyCached verifies a token the verifier has seen, as on every
 // request of a session after its first.
 func VerifyCached(b *testing.B) { verify(b, 0) }
+
+// VerifyCachedParallel is VerifyCached from GOMAXPROCS goroutines at
+// once, as a node proxy serving many sessions checks them.
+func VerifyCachedParallel(b *testing.B) {
+	v, tok := verifier(b, 0)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := v.Verify(tok); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// Sign signs a session token for a new session.
+func Sign(b *testing.B) {
+	s := signer(b, jwt.NewKeyRing(time.Now().Add(-time.Minute)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Sign(jwt.Claims{User: "alice", Epoch: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // BearerCheck compares a presented bearer token with an account's stored
 // SHA-256 in constant time.

@@ -56,7 +56,7 @@ func TestTokenShapesAccepted(t *testing.T) {
 			if got := x.mustCookie(x.target); got != x.cookie {
 				t.Fatalf("cookie %q, want %q", got, x.cookie)
 			}
-			if seen := x.app.lastSeen(); seen.uri != "/?token="+tc.token {
+			if seen := x.app.seen.Last(); seen.uri != "/?token="+tc.token {
 				t.Errorf("exchanged %q", seen.uri)
 			}
 			x.wantExchanges(1)
@@ -73,7 +73,7 @@ func TestRequestLogTokenNeverChosen(t *testing.T) {
 		t.Fatalf("cookie %q", got)
 	}
 	x.wantExchanges(1)
-	if seen := x.app.lastSeen(); seen.uri != "/?token="+x.token {
+	if seen := x.app.seen.Last(); seen.uri != "/?token="+x.token {
 		t.Error("a token from the request log was exchanged")
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // fakeApp stands in for the agent web app's token exchange on an in-memory
@@ -26,8 +28,9 @@ type fakeApp struct {
 	status  int      // status of an accepted exchange; 0 means 303
 	gate    chan struct{}
 	entered chan struct{} // receives once per exchange when gate is set
-	seen    []seenRequest
-	raw     string // when set, written verbatim instead of a response
+	raw     string        // when set, written verbatim instead of a response
+
+	seen testkit.Recorder[seenRequest]
 }
 
 // seenRequest is what the app saw of one exchange.
@@ -79,19 +82,9 @@ func (a *fakeApp) hold() (entered <-chan struct{}, release func()) {
 	return a.entered, func() { once.Do(func() { close(gate) }) }
 }
 
-func (a *fakeApp) lastSeen() seenRequest {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.seen) == 0 {
-		return seenRequest{}
-	}
-	return a.seen[len(a.seen)-1]
-}
-
 func (a *fakeApp) handle(ctx *fasthttp.RequestCtx) {
 	a.exchanges.Add(1)
-	a.mu.Lock()
-	a.seen = append(a.seen, seenRequest{
+	a.seen.Add(seenRequest{
 		uri:            string(ctx.RequestURI()),
 		host:           string(ctx.Host()),
 		forwardedFor:   string(ctx.Request.Header.Peek("X-Forwarded-For")),
@@ -99,6 +92,7 @@ func (a *fakeApp) handle(ctx *fasthttp.RequestCtx) {
 		forwardedHost:  string(ctx.Request.Header.Peek("X-Forwarded-Host")),
 		cookie:         string(ctx.Request.Header.Peek("Cookie")),
 	})
+	a.mu.Lock()
 	gate, entered, raw := a.gate, a.entered, a.raw
 	token, cookies, status := a.token, a.cookies, a.status
 	a.mu.Unlock()

@@ -106,7 +106,7 @@ func TestCookieExchange(t *testing.T) {
 	if want := x.cookie + "; dsh-auth-csrf=abc123"; got != want {
 		t.Errorf("cookie = %q, want %q", got, want)
 	}
-	seen := x.app.lastSeen()
+	seen := x.app.seen.Last()
 	want := seenRequest{
 		uri:            "/?token=" + x.token,
 		host:           "gw.example.com",
@@ -130,7 +130,7 @@ func TestCookieHostDefaultsToAddr(t *testing.T) {
 	tg := x.target
 	tg.Host, tg.ForwardedFor, tg.ForwardedProto, tg.ForwardedHost = "", "", "", ""
 	x.mustCookie(tg)
-	if seen := x.app.lastSeen(); seen.host != testAddr || seen.forwardedFor != "" || seen.forwardedHost != "" {
+	if seen := x.app.seen.Last(); seen.host != testAddr || seen.forwardedFor != "" || seen.forwardedHost != "" {
 		t.Errorf("app saw %+v", seen)
 	}
 }

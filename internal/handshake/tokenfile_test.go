@@ -52,7 +52,7 @@ func TestTokenFileSource(t *testing.T) {
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q, want %q", got, x.cookie)
 	}
-	if seen := x.app.lastSeen(); seen.uri != "/?token="+x.token {
+	if seen := x.app.seen.Last(); seen.uri != "/?token="+x.token {
 		t.Errorf("exchanged %q", seen.uri)
 	}
 	if v := counter(x.h.metrics.handshakes.WithLabelValues(resultOK, SourceFile)); v != 1 {

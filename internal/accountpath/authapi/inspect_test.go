@@ -16,15 +16,7 @@ func TestInspectVerdicts(t *testing.T) {
 	e, in := warmStart(t)
 	token, ck := in.signupJSON(t, "alice")
 	second := in.login(t, token)
-	ring := e.ringOf(t)
-	jwks, err := ring.JWKS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := jwt.ParseJWKS(jwks)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := e.ringOf(t) // the signing Secret's ring, as jwt inspect --key-file reads it
 	o := InspectOptions{Keys: keys, Claims: e.claims}
 	ctx := context.Background()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
 // fakeAuthAPI stands in for the auth API: the renewal endpoint (guarded by
@@ -26,8 +27,9 @@ type fakeAuthAPI struct {
 	wakes   atomic.Int32
 	redeems atomic.Int32
 
+	seen testkit.Recorder[seenAuthRequest]
+
 	mu      sync.Mutex
-	seen    []seenAuthRequest
 	onWake  func(user string) // runs for every accepted wake call
 	reports []activity.Report
 }
@@ -60,23 +62,12 @@ func startFakeAuthAPI(t *testing.T, h *harness) *fakeAuthAPI {
 }
 
 func (a *fakeAuthAPI) echo(w http.ResponseWriter, r *http.Request) {
-	a.mu.Lock()
-	a.seen = append(a.seen, seenAuthRequest{Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header.Clone()})
-	a.mu.Unlock()
+	a.seen.Add(seenAuthRequest{Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header.Clone()})
 	if r.URL.Path == "/login" {
 		http.SetCookie(w, &http.Cookie{Name: DefaultCookieName, Value: "minted", Path: "/", HttpOnly: true})
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	w.Write([]byte("auth api: " + r.URL.Path))
-}
-
-func (a *fakeAuthAPI) last() seenAuthRequest {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.seen) == 0 {
-		return seenAuthRequest{}
-	}
-	return a.seen[len(a.seen)-1]
 }
 
 func (a *fakeAuthAPI) renew(w http.ResponseWriter, r *http.Request) {

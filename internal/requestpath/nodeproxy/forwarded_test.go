@@ -38,7 +38,7 @@ func TestForwardedForOnlyFromTrustedPeers(t *testing.T) {
 			maps.Copy(hdr, tc.hdr)
 
 			readAll(t, h.get("node-a", "/login", hdr))
-			if got := h.auth.last().Header.Get("X-Forwarded-For"); got != tc.wantXFF {
+			if got := h.auth.seen.Last().Header.Get("X-Forwarded-For"); got != tc.wantXFF {
 				t.Errorf("auth API saw X-Forwarded-For %q, want %q", got, tc.wantXFF)
 			}
 			if tc.hdr["X-Sandgate-Hop"] == "" { // the harness client's address is a node's

@@ -29,7 +29,7 @@ func TestAuthProxyHeaderOnlyFromTrustedProxies(t *testing.T) {
 			}})
 			resp := h.do(http.MethodPost, "node-a", "/signup", nil, map[string]string{tt.header: "alice"})
 			readAll(t, resp)
-			got := h.auth.last().Header.Values(tt.header)
+			got := h.auth.seen.Last().Header.Values(tt.header)
 			if kept := len(got) > 0; kept != tt.kept {
 				t.Errorf("auth API saw %s: %q, want kept=%v", tt.header, got, tt.kept)
 			}

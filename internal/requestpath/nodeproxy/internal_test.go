@@ -83,7 +83,7 @@ func TestInternalPathsNotForwarded(t *testing.T) {
 	if n := h.auth.wakes.Load(); n != 0 {
 		t.Errorf("the auth API's wake endpoint was called %d times from outside", n)
 	}
-	if seen := h.auth.last(); seen.Method != "" {
+	if seen := h.auth.seen.Last(); seen.Method != "" {
 		t.Errorf("the auth API saw %s %s", seen.Method, seen.Path)
 	}
 	resp := h.do(http.MethodGet, "node-a", "/login", nil, nil)

@@ -74,7 +74,7 @@ func TestSlowAuthAPIBodyIsCutOff(t *testing.T) {
 	if !strings.Contains(status, " 499 ") {
 		t.Errorf("stalled auth API body: %q, want 499", status)
 	}
-	if got := h.auth.last(); got.Path != "" {
+	if got := h.auth.seen.Last(); got.Path != "" {
 		t.Errorf("the auth API saw %s %s", got.Method, got.Path)
 	}
 	if n := h.nodes["node-a"].proxy.inflight.bodies.buffered(); n != 0 {

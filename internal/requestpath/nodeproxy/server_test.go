@@ -34,7 +34,7 @@ func TestAuthAPIForwarding(t *testing.T) {
 	if sc := resp.Header.Get("Set-Cookie"); !strings.HasPrefix(sc, DefaultCookieName+"=minted") {
 		t.Errorf("auth API cookie not passed back: %q", sc)
 	}
-	seen := h.auth.last()
+	seen := h.auth.seen.Last()
 	if seen.Host != testHost || seen.Header.Get("Authorization") != "Bearer tok" || seen.Header.Get("Cookie") != "a=1" {
 		t.Errorf("auth API saw Host %q headers %v", seen.Host, seen.Header)
 	}

@@ -62,7 +62,7 @@ func TestTLSListener(t *testing.T) {
 	}
 	resp := h.doTLS(client, http.MethodGet, "node-a", "/login", nil)
 	readAll(t, resp)
-	if got := h.auth.last().Header.Get("X-Forwarded-Proto"); resp.StatusCode != 200 || got != "https" {
+	if got := h.auth.seen.Last().Header.Get("X-Forwarded-Proto"); resp.StatusCode != 200 || got != "https" {
 		t.Errorf("auth API over HTTPS: status %d, X-Forwarded-Proto %q", resp.StatusCode, got)
 	}
 	if got := servedSerial(t, resp); got.Cmp(first) != 0 {
