@@ -275,7 +275,7 @@ test: controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint
 	@$(MAKE) --no-print-directory e2e-cluster
 
 .PHONY: test-under-load
-test-under-load: ## make test RUNS times in a row (default 5) with a busy loop on every core; stops at the first failure (hours)
+test-under-load: ## make test RUNS times in a row (default 5) with a busy loop on every core; stops at the first failure (about 2.5 hours on 2 cores)
 	RUNS=$(RUNS) bash .ci/under-load
 
 .PHONY: fuzz
