@@ -45,6 +45,9 @@ func TestChildProcessesAreReaped(t *testing.T) {
 	for _, mode := range []string{"fail", "panic", "hang"} {
 		t.Run(mode, func(t *testing.T) {
 			cmd := testkit.SelfCommand(childEnv+"="+mode, "-test.run=^TestReapChild$", "-test.v")
+			// A killed or panicking child cannot remove its control-plane
+			// directory: it goes with this test's temporary directory.
+			cmd.Env = append(cmd.Env, "TMPDIR="+t.TempDir())
 			in, out := testkit.StartPiped(t, cmd)
 			dir := ""
 			sc := bufio.NewScanner(out)
@@ -68,6 +71,9 @@ func TestChildProcessesAreReaped(t *testing.T) {
 			go func() { _, _ = bufio.NewReader(out).WriteTo(discard{}) }()
 			cmd.Wait()
 			testkit.Eventually(t, "no process left behind after a "+mode+" run", func() bool { return len(processesUsing(dir)) == 0 })
+			if _, err := os.Stat(dir); mode == "fail" && !os.IsNotExist(err) {
+				t.Errorf("Stop left %s behind (stat: %v)", dir, err)
+			}
 		})
 	}
 }

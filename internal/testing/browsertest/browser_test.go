@@ -102,6 +102,9 @@ func startBrowser(t *testing.T, p *platform) context.Context {
 		chromedp.NoFirstRun,
 		chromedp.NoDefaultBrowserCheck,
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium killed at the test's end leaves its singleton socket's
+		// directory in TMPDIR: keep it in one the test removes.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 		chromedp.Flag("no-sandbox", true),
 		chromedp.Flag("disable-gpu", true),
