@@ -52,10 +52,15 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 }
 
-// closeAll closes every connection still open.
+// closeAll closes every connection still open but those upgraded to
+// WebSockets: their own goroutines close them once the 1001 that shutdown
+// or a refused bridge sends is written, and shutdown kills the bridges
+// left at the drain deadline. Closing one here could cut that 1001 off.
 func (l *listener) closeAll() {
 	for _, c := range l.conns.Members() {
-		c.Close()
+		if !c.upgraded.Load() {
+			c.Close()
+		}
 	}
 }
 
@@ -66,7 +71,10 @@ type clientConn struct {
 	counted bool         // whether l.limit counts this connection
 	once    sync.Once
 	linger  atomic.Bool // the client may still be sending a body we refused
-	write   deadlineconn.Deadline
+	// upgraded is set while the handler answers a WebSocket upgrade, so
+	// before fasthttp's shutdown can count the connection as gone.
+	upgraded atomic.Bool
+	write    deadlineconn.Deadline
 }
 
 // Lingering close: how long and how much of a refused body is read and
@@ -111,12 +119,19 @@ func (c *clientConn) Close() error {
 func closeAfterAnswer(ctx *fasthttp.RequestCtx) {
 	ctx.SetConnectionClose()
 	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
-		conn := ctx.Conn()
-		if tc, ok := conn.(*tls.Conn); ok {
-			conn = tc.NetConn()
-		}
-		if c, ok := conn.(*clientConn); ok {
+		if c := clientConnOf(ctx); c != nil {
 			c.linger.Store(true)
 		}
 	}
+}
+
+// clientConnOf is the tracked connection ctx arrived on, or nil when it
+// came on one the proxy does not track.
+func clientConnOf(ctx *fasthttp.RequestCtx) *clientConn {
+	conn := ctx.Conn()
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	c, _ := conn.(*clientConn)
+	return c
 }

@@ -84,6 +84,10 @@ func (p *Proxy) rejectWS(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 // a timer then cleans up with abandon and finishes the request, so its
 // slot is released.
 func (p *Proxy) upgrade(ctx *fasthttp.RequestCtx, x *exchange, run func(*websocket.Conn), abandon func()) bool {
+	conn := clientConnOf(ctx)
+	if conn != nil {
+		conn.upgraded.Store(true)
+	}
 	var claimed atomic.Bool
 	guard := time.AfterFunc(p.opts.WriteTimeout+p.opts.HeaderTimeout, func() {
 		if claimed.CompareAndSwap(false, true) {
@@ -104,6 +108,9 @@ func (p *Proxy) upgrade(ctx *fasthttp.RequestCtx, x *exchange, run func(*websock
 	})
 	if err != nil {
 		guard.Stop()
+		if conn != nil {
+			conn.upgraded.Store(false)
+		}
 		if abandon != nil {
 			abandon()
 		}
