@@ -3,7 +3,10 @@
 // fasthttp forget what they no longer own.
 package openset
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Set holds the open members. Once closed it takes no new ones, and Wait
 // returns when every member it took has been removed. The zero Set is
@@ -71,3 +74,18 @@ func (s *Set[T]) snapshot() []T {
 
 // Wait returns once every member has been removed.
 func (s *Set[T]) Wait() { s.wg.Wait() }
+
+// Drain waits until every member has been removed. If ctx ends first, it
+// calls end on each member left and waits for those to be removed too.
+func (s *Set[T]) Drain(ctx context.Context, end func(T)) {
+	done := make(chan struct{})
+	go func() { s.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, v := range s.Members() {
+			end(v)
+		}
+		<-done
+	}
+}

@@ -1,6 +1,7 @@
 package openset
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -44,4 +45,19 @@ func TestWaitReturnsOnceEveryMemberIsRemoved(t *testing.T) {
 	}
 	s.Remove(2)
 	<-done
+}
+
+func TestDrainEndsTheMembersLeftWhenCtxEnds(t *testing.T) {
+	var s Set[int]
+	s.Add(1)
+	s.Add(2)
+	s.Remove(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ended []int
+	s.Drain(ctx, func(v int) { ended = append(ended, v); s.Remove(v) })
+	if !slices.Equal(ended, []int{2}) {
+		t.Errorf("Drain ended %v, want [2]", ended)
+	}
+	s.Drain(context.Background(), func(v int) { t.Errorf("Drain ended %d with no member left", v) })
 }

@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -47,21 +48,33 @@ func (l *listener) Accept() (net.Conn, error) {
 				continue
 			}
 		}
-		l.conns.Add(cc)
+		if !l.conns.Add(cc) {
+			if cc.counted {
+				l.limit.release(cc.key)
+			}
+			c.Close()
+			return nil, net.ErrClosed
+		}
 		return cc, nil
 	}
 }
 
-// closeAll closes every connection still open but those upgraded to
-// WebSockets: their own goroutines close them once the 1001 that shutdown
-// or a refused bridge sends is written, and shutdown kills the bridges
-// left at the drain deadline. Closing one here could cut that 1001 off.
+// closeAll takes no more connections and closes every one still open but
+// those upgraded to WebSockets: their own goroutines close them once the
+// 1001 that shutdown, a refused bridge or a refused handshake sends is
+// written. Closing one here could cut that 1001 off.
 func (l *listener) closeAll() {
-	for _, c := range l.conns.Members() {
+	for _, c := range l.conns.Close() {
 		if !c.upgraded.Load() {
 			c.Close()
 		}
 	}
+}
+
+// wait returns once every connection is closed, closing those left, the
+// upgraded ones too, when ctx ends.
+func (l *listener) wait(ctx context.Context) {
+	l.conns.Drain(ctx, func(c *clientConn) { c.Close() })
 }
 
 type clientConn struct {

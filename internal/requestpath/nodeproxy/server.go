@@ -225,7 +225,9 @@ type Listener struct {
 // Serve serves on ln until ctx ends, then shuts down gracefully: /readyz
 // fails, WebSockets get close 1001, event streams end (clients reconnect),
 // other requests drain for up to DrainTimeout, and whatever is still open
-// then is closed. It closes ln and returns nil after a clean shutdown.
+// then is closed. It closes ln and returns nil after a clean shutdown, once
+// every connection it accepted is closed: a 1001 still being written to a
+// WebSocket refused as the shutdown began is not cut off.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	return p.ServeAll(ctx, Listener{Listener: ln})
 }
@@ -311,6 +313,9 @@ func (p *Proxy) shutdown(ctx context.Context, srv *fasthttp.Server, lns []*liste
 		l.closeAll()
 	}
 	p.sockets.wait(drain)
+	for _, l := range lns {
+		l.wait(drain)
+	}
 	if late {
 		srv.ShutdownWithContext(context.Background())
 	}

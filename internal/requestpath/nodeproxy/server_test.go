@@ -2,11 +2,13 @@ package nodeproxy
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,6 +130,102 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Error("/readyz still passes after shutdown")
 	}
 	t.Logf("shutdown took %v", time.Since(start))
+}
+
+// TestShutdownWaitsForARefusedBridge: a WebSocket whose 101 goes out as
+// the shutdown begins is refused with 1001 on its own goroutine, and Serve
+// does not return before that connection is closed, so a process that exits
+// when Serve returns cannot cut the 1001 off. The 1001 is held here until
+// the proxy closes the connection, at the drain deadline.
+func TestShutdownWaitsForARefusedBridge(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &holdingListener{Listener: inner, closed: make(chan struct{}), conns: make(chan *holdingConn, 1)}
+	_, cancel, done := h.stoppingProxy(ln, nil)
+
+	dialed := make(chan error, 1)
+	go func() {
+		_, _, err := h.dialWS("stopping", "/u/alice/api/ws", http.Header{"Cookie": {cookie(h.session("alice"))}})
+		dialed <- err
+	}()
+	c := testkit.Receive(t, "the proxy's connection", ln.conns)
+	testkit.Receive(t, "the 101 held", c.held101)
+	cancel()
+	testkit.Receive(t, "the listener closed by the shutdown", ln.closed)
+	close(c.release101)
+	if err := testkit.Receive(t, "the client's upgrade", dialed); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	frame := testkit.Receive(t, "the refused bridge's close frame", c.heldFrame)
+	if len(frame) < 4 || frame[0] != 0x88 || int(frame[2])<<8|int(frame[3]) != websocket.CloseGoingAway {
+		t.Errorf("refused bridge wrote % x, want a close frame with 1001", frame)
+	}
+	if err := testkit.Receive(t, "Serve's return", done); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	select {
+	case <-c.closed:
+	default:
+		t.Error("Serve returned with the refused bridge's connection still open")
+	}
+}
+
+// holdingListener hands the test each connection it accepts.
+type holdingListener struct {
+	net.Listener
+	closeOnce sync.Once
+	closed    chan struct{}
+	conns     chan *holdingConn
+}
+
+func (l *holdingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	hc := &holdingConn{Conn: c, held101: make(chan struct{}), release101: make(chan struct{}),
+		heldFrame: make(chan []byte, 1), closed: make(chan struct{})}
+	l.conns <- hc
+	return hc, nil
+}
+
+func (l *holdingListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// holdingConn holds its 101 until release101 is closed, and every write
+// after it until the connection is closed.
+type holdingConn struct {
+	net.Conn
+	held101, release101 chan struct{}
+	heldFrame           chan []byte
+	upgraded            atomic.Bool
+	closeOnce           sync.Once
+	closed              chan struct{}
+}
+
+func (c *holdingConn) Write(b []byte) (int, error) {
+	if c.upgraded.Load() {
+		c.heldFrame <- bytes.Clone(b)
+		<-c.closed
+		return 0, net.ErrClosed
+	}
+	if bytes.HasPrefix(b, []byte("HTTP/1.1 101 ")) {
+		close(c.held101)
+		<-c.release101
+		c.upgraded.Store(true)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *holdingConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
 
 // TestLogsHoldNoSecrets runs traffic with every kind of credential and

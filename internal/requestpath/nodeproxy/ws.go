@@ -359,15 +359,6 @@ func (r *wsRegistry) closeAll() {
 // wait returns once every bridge has ended, killing those left when ctx
 // ends, and the closes closeAll started are done.
 func (r *wsRegistry) wait(ctx context.Context) {
-	done := make(chan struct{})
-	go func() { r.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		for _, b := range r.Members() {
-			b.kill()
-		}
-		<-done
-	}
+	r.Drain(ctx, (*bridge).kill)
 	r.closing.Wait()
 }
