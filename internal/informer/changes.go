@@ -34,13 +34,10 @@ func (x *Index) addHandlers() error {
 		{x.sandboxes, entryHandlers(x.notify,
 			func(o, n *sandboxEntry) {
 				if n.suspended && !o.suspended {
-					x.forgetPodNamed(o.pod)
-					x.forgetPodNamed(n.pod)
-				} else if o.pod != "" && o.pod != n.pod {
-					x.forgetPodNamed(o.pod)
+					x.forgetPodsOf(n.uid)
 				}
 			},
-			func(s *sandboxEntry) { x.forgetPodNamed(s.pod) })},
+			func(s *sandboxEntry) { x.forgetPodsOf(s.uid) })},
 		{x.pods, entryHandlers(x.notify,
 			func(o, n *podEntry) {
 				if o.uid != n.uid {
@@ -87,12 +84,10 @@ func entryHandlers[E any](notify func(), updated func(o, n E), deleted func(E)) 
 	}
 }
 
-// forgetPodNamed reports the UID of this node's pod called name as gone.
-func (x *Index) forgetPodNamed(name string) {
-	if name == "" {
-		return
-	}
-	if p, ok := get[*podEntry](x.pods, x.opts.Namespace+"/"+name); ok {
+// forgetPodsOf reports the pods on this node that the Sandbox with uid
+// controls as gone.
+func (x *Index) forgetPodsOf(uid string) {
+	for _, p := range x.ownedPods(uid) {
 		x.forgetPod(p.uid)
 	}
 }
@@ -126,15 +121,16 @@ func (x *Index) changes() <-chan struct{} {
 	return x.changed
 }
 
-// WaitReady returns user's entry once its route is StateReady, waiting for
-// informer events (no polling) until then. It returns early with the
-// Lookup error when the account is missing or invalid, or with ctx's cause
-// when ctx ends first; the last entry seen is returned with that error.
+// WaitReady returns user's entry once its route is StateReady, or
+// StateInvalid, which no wait mends, waiting for informer events (no
+// polling) until then. It returns early with the Lookup error when the
+// account is missing or invalid, or with ctx's cause when ctx ends first;
+// the last entry seen is returned with that error.
 func (x *Index) WaitReady(ctx context.Context, user string) (Entry, error) {
 	for {
 		ch := x.changes()
 		e, err := x.Lookup(user)
-		if err != nil || e.Route.State == StateReady {
+		if err != nil || e.Route.State == StateReady || e.Route.State == StateInvalid {
 			return e, err
 		}
 		select {

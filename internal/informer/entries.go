@@ -3,6 +3,7 @@ package informer
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,10 +44,14 @@ type claimEntry struct {
 // sandboxEntry is a Sandbox's routing state.
 type sandboxEntry struct {
 	objMeta
-	pod       string // current pod's name (annotation); "" once it is gone
+	uid string
+	// podHint names the pod to prefer among several it owns: the legacy
+	// pod-name annotation of v0.5.x, else the Sandbox's own name (v1.0).
+	podHint   string
 	node      string // status.nodeName
 	suspended bool   // spec.operatingMode is Suspended
 	stopped   bool   // its pod terminated (agents.Terminated)
+	invalid   bool   // the controller gave up (agents.InvalidConfiguration)
 	ready     bool   // condition Ready is True
 }
 
@@ -54,6 +59,7 @@ type sandboxEntry struct {
 type podEntry struct {
 	objMeta
 	uid         string
+	sandboxUID  string // the Sandbox its controller ownerReference names
 	ip          string
 	node        string
 	container   string
@@ -98,14 +104,20 @@ func (x *Index) transformClaim(c *extensions.SandboxClaim) any {
 }
 
 func (x *Index) transformSandbox(s *agents.Sandbox) any {
-	return &sandboxEntry{
+	e := &sandboxEntry{
 		objMeta:   x.meta(&s.ObjectMeta),
-		pod:       s.Annotations[agents.AnnotationPodName],
+		uid:       string(s.UID),
+		podHint:   s.Annotations[agents.AnnotationPodName],
 		node:      s.Status.NodeName,
 		suspended: s.Spec.OperatingMode == agents.OperatingModeSuspended,
 		stopped:   agents.Terminated(s),
 		ready:     conditionTrue(s.Status.Conditions, agents.ConditionReady),
 	}
+	if e.podHint == "" {
+		e.podHint = s.Name
+	}
+	_, e.invalid = agents.InvalidConfiguration(s)
+	return e
 }
 
 func (x *Index) transformPod(p *corev1.Pod) any {
@@ -114,6 +126,7 @@ func (x *Index) transformPod(p *corev1.Pod) any {
 		uid:         string(p.UID),
 		ip:          p.Status.PodIP,
 		node:        p.Spec.NodeName,
+		sandboxUID:  sandboxOwner(p),
 		terminating: p.DeletionTimestamp != nil,
 		port:        int32(x.opts.Port),
 	}
@@ -136,6 +149,19 @@ func (x *Index) transformPod(p *corev1.Pod) any {
 	}
 	return e
 }
+
+// sandboxOwner is the UID of the Sandbox that controls p, the link from a
+// pod to its Sandbox on every agent-sandbox release, or "".
+func sandboxOwner(p *corev1.Pod) string {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind != sandboxKind || !strings.HasPrefix(ref.APIVersion, agents.GroupVersion.Group+"/") {
+		return ""
+	}
+	return string(ref.UID)
+}
+
+// sandboxKind is the Kind of a Sandbox in an ownerReference.
+const sandboxKind = "Sandbox"
 
 // appContainer is the configured container, or the pod's first.
 func (x *Index) appContainer(p *corev1.Pod) *corev1.Container {

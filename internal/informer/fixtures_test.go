@@ -46,12 +46,16 @@ func newClaim(user, sandbox string) *extensions.SandboxClaim {
 	}
 }
 
+// newSandbox is a Sandbox on node; a non-empty pod is v0.5.x's pod-name
+// annotation, which v1.0 no longer writes.
 func newSandbox(name, node, pod string, ready, suspended bool) *agents.Sandbox {
 	s := &agents.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, ResourceVersion: "1",
-			Annotations: map[string]string{agents.AnnotationPodName: pod}},
-		Spec:   agents.SandboxSpec{OperatingMode: agents.OperatingModeRunning},
-		Status: agents.SandboxStatus{NodeName: node},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, ResourceVersion: "1", UID: sandboxUID(name)},
+		Spec:       agents.SandboxSpec{OperatingMode: agents.OperatingModeRunning},
+		Status:     agents.SandboxStatus{NodeName: node},
+	}
+	if pod != "" {
+		s.Annotations = map[string]string{agents.AnnotationPodName: pod}
 	}
 	if suspended {
 		s.Spec.OperatingMode = agents.OperatingModeSuspended
@@ -64,13 +68,30 @@ func newSandbox(name, node, pod string, ready, suspended bool) *agents.Sandbox {
 	return s
 }
 
+// sandboxUID is the UID newSandbox gives the Sandbox called name.
+func sandboxUID(name string) types.UID { return types.UID("uid-of-sandbox-" + name) }
+
+// newPod is a pod controlled by the Sandbox of its own name, as the
+// controller makes them.
 func newPod(name, uid, node, ip string, ready bool) *corev1.Pod {
+	return ownedPod(name, uid, node, ip, ready, name)
+}
+
+// ownedPod is a pod controlled by the Sandbox called sandbox; "" makes a
+// pod no Sandbox controls.
+func ownedPod(name, uid, node, ip string, ready bool, sandbox string) *corev1.Pod {
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
 	}
+	var owners []metav1.OwnerReference
+	if sandbox != "" {
+		yes := true
+		owners = []metav1.OwnerReference{{APIVersion: agents.GroupVersion.String(), Kind: "Sandbox",
+			Name: sandbox, UID: sandboxUID(sandbox), Controller: &yes}}
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID(uid), ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID(uid), ResourceVersion: "1", OwnerReferences: owners},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
 			Name: "dsh", Image: "dsh", Ports: []corev1.ContainerPort{{ContainerPort: 3080}},
 		}}},

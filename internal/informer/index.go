@@ -46,6 +46,9 @@ const (
 	// StateStopped means the Sandbox's pod terminated (node eviction, spot
 	// reclaim, the app exited): it is being created again.
 	StateStopped
+	// StateInvalid means the controller gave up on the Sandbox for good
+	// (Ready reason InvalidConfiguration): an operator must change it.
+	StateInvalid
 )
 
 // String names the state for logs.
@@ -57,6 +60,8 @@ func (s State) String() string {
 		return "ready"
 	case StateStopped:
 		return "stopped"
+	case StateInvalid:
+		return "invalid"
 	}
 	return "pending"
 }
@@ -132,6 +137,7 @@ func New(opts Options) (*Index, error) {
 	x.pods = sandboxapi.NewInformer(opts.Pods, &corev1.Pod{}, sandboxapi.InformerOptions{
 		Tweak:     func(o *metav1.ListOptions) { o.FieldSelector = onNode },
 		Transform: sandboxapi.Keep(x.transformPod),
+		Indexers:  cache.Indexers{sandboxUIDIndex: indexSandboxUID},
 	})
 	x.nodes = sandboxapi.NewInformer(opts.Nodes, &corev1.Node{}, sandboxapi.InformerOptions{
 		Transform: sandboxapi.Keep(x.transformNode),
@@ -209,10 +215,13 @@ func (x *Index) route(name string) Route {
 	case s.suspended:
 		r.State = StateSuspended
 		return r
+	case s.invalid:
+		r.State = StateInvalid
+		return r
 	case s.stopped:
 		r.State = StateStopped
 		return r
-	case !s.ready || s.node == "" || s.pod == "":
+	case !s.ready || s.node == "":
 		return r
 	}
 	if s.node != x.opts.NodeName {
@@ -223,8 +232,8 @@ func (x *Index) route(name string) Route {
 		r.State, r.Node, r.NodeIP = StateReady, s.node, n.ip
 		return r
 	}
-	p, ok := get[*podEntry](x.pods, x.opts.Namespace+"/"+s.pod)
-	if !ok || !p.routable(x.opts.NodeName) {
+	p, ok := x.podOf(s)
+	if !ok {
 		return r
 	}
 	r.State, r.Node, r.Local = StateReady, s.node, true
@@ -237,6 +246,54 @@ func (x *Index) route(name string) Route {
 
 func (p *podEntry) routable(node string) bool {
 	return p.ready && !p.terminating && p.ip != "" && p.container != "" && p.node == node
+}
+
+// podOf is the routable pod on this node that s controls, found by its
+// controller ownerReference, which every release keeps. Of several (a
+// replacement starting while the old pod has not gone), the one named by
+// s's pod hint wins; without it none does.
+func (x *Index) podOf(s *sandboxEntry) (*podEntry, bool) {
+	var found *podEntry
+	n := 0
+	for _, p := range x.ownedPods(s.uid) {
+		if !p.routable(x.opts.NodeName) {
+			continue
+		}
+		if p.name == s.podHint {
+			return p, true
+		}
+		found = p
+		n++
+	}
+	return found, n == 1
+}
+
+// ownedPods are this node's pods whose controller is the Sandbox with uid.
+func (x *Index) ownedPods(uid string) []*podEntry {
+	if uid == "" {
+		return nil
+	}
+	objs, err := x.pods.GetIndexer().ByIndex(sandboxUIDIndex, uid)
+	if err != nil {
+		return nil
+	}
+	pods := make([]*podEntry, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*podEntry); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// sandboxUIDIndex indexes pods by the UID of the Sandbox that controls them.
+const sandboxUIDIndex = "sandbox-uid"
+
+func indexSandboxUID(obj any) ([]string, error) {
+	if p, ok := obj.(*podEntry); ok && p.sandboxUID != "" {
+		return []string{p.sandboxUID}, nil
+	}
+	return nil, nil
 }
 
 // nodeIPIndex indexes nodes by InternalIP.

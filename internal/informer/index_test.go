@@ -62,21 +62,40 @@ func TestLookupRoute(t *testing.T) {
 	terminating.DeletionTimestamp = &now
 	failed := newSandbox("sb", testNode, "sb", false, false)
 	failed.Status.Conditions[0].Reason = agents.ReasonPodFailed
-	finished := newSandbox("sb", testNode, "sb", false, false)
-	finished.Status.Conditions = append(finished.Status.Conditions, metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue})
+	finishedCond := metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue, Reason: agents.ReasonPodFailed}
+	finishedWoken := newSandbox("sb", testNode, "", true, false)
+	finishedWoken.Status.Conditions = append(finishedWoken.Status.Conditions, finishedCond)
+	finishedStarting := newSandbox("sb", testNode, "", false, false)
+	finishedStarting.Status.Conditions = append(finishedStarting.Status.Conditions, finishedCond)
+	invalid := newSandbox("sb", testNode, "", false, false)
+	invalid.Status.Conditions[0].Reason = agents.ReasonInvalidConfiguration
+	legacyName := readyLocal
+	legacyName.Pod.Name = "sb-pod"
 	tests := []struct {
 		name string
 		objs []runtime.Object
 		want Route
 	}{
-		{"ready local pod", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), pod, node}, readyLocal},
+		{"v1.0: no pod-name annotation, the pod has the Sandbox's name", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false), pod, node}, readyLocal},
+		{"v0.5: the annotation names the pod", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), pod, node}, readyLocal},
+		{"v0.5: the annotation names a pod of another name", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb-pod", true, false),
+			ownedPod("sb-pod", uidA, testNode, "10.0.0.5", true, "sb"), node}, legacyName},
+		{"a pod of the Sandbox's name it does not control", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false),
+			ownedPod("sb", uidA, testNode, "10.0.0.5", true, ""), node}, Route{Sandbox: "sb"}},
+		{"a pod of the Sandbox's name another Sandbox controls", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false),
+			ownedPod("sb", uidA, testNode, "10.0.0.5", true, "other"), node}, Route{Sandbox: "sb"}},
+		{"two controlled pods, one named by the hint", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false),
+			pod, ownedPod("sb-old", uidB, testNode, "10.0.0.6", true, "sb"), node}, readyLocal},
+		{"two controlled pods, neither named by the hint", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false),
+			ownedPod("a", uidA, testNode, "10.0.0.5", true, "sb"), ownedPod("b", uidB, testNode, "10.0.0.6", true, "sb"), node}, Route{Sandbox: "sb"}},
 		{"not adopted yet", []runtime.Object{newClaim("bob", "")}, Route{}},
 		{"sandbox not cached", []runtime.Object{newClaim("bob", "sb")}, Route{Sandbox: "sb"}},
 		{"suspended", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, true), pod}, Route{State: StateSuspended, Sandbox: "sb"}},
 		{"not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", false, false), pod}, Route{Sandbox: "sb"}},
 		{"pod failed", []runtime.Object{newClaim("bob", "sb"), failed, pod}, Route{State: StateStopped, Sandbox: "sb"}},
-		{"sandbox finished", []runtime.Object{newClaim("bob", "sb"), finished, pod}, Route{State: StateStopped, Sandbox: "sb"}},
-		{"ready without pod name", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "", true, false), pod}, Route{Sandbox: "sb"}},
+		{"v1.0.13: Finished kept after a wake, the new pod Ready", []runtime.Object{newClaim("bob", "sb"), finishedWoken, pod, node}, readyLocal},
+		{"v1.0.13: Finished kept while the new pod starts", []runtime.Object{newClaim("bob", "sb"), finishedStarting, pod, node}, Route{Sandbox: "sb"}},
+		{"invalid configuration", []runtime.Object{newClaim("bob", "sb"), invalid, pod, node}, Route{State: StateInvalid, Sandbox: "sb"}},
 		{"local pod not cached", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false)}, Route{Sandbox: "sb"}},
 		{"local pod not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "10.0.0.5", false)}, Route{Sandbox: "sb"}},
 		{"local pod without IP", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "", true)}, Route{Sandbox: "sb"}},
@@ -202,6 +221,8 @@ type recorder struct {
 func (r *recorder) podGone(uid string) { r.mu.Lock(); r.pods = append(r.pods, uid); r.mu.Unlock() }
 func (r *recorder) userGone(u string)  { r.mu.Lock(); r.users = append(r.users, u); r.mu.Unlock() }
 
+func (r *recorder) forget() { r.mu.Lock(); r.pods = nil; r.mu.Unlock() }
+
 func (r *recorder) sawPod(uid string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -237,7 +258,7 @@ func TestInformerWiring(t *testing.T) {
 	opts := f.options()
 	opts.OnPodGone, opts.OnUserGone = rec.podGone, rec.userGone
 	f.create(claimsGVR, newClaim("bob", "sb"), testNS)
-	f.create(sandboxesGVR, newSandbox("sb", testNode, "sb", false, false), testNS)
+	f.create(sandboxesGVR, newSandbox("sb", testNode, "", false, false), testNS)
 	f.create(nodesGVR, newNode(testNode, "192.0.2.1"), "")
 	x := running(t, opts)
 
@@ -253,7 +274,7 @@ func TestInformerWiring(t *testing.T) {
 		waited <- e
 	}()
 	f.create(podsGVR, newPod("sb", uidA, testNode, "10.0.0.5", true), testNS)
-	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, false), testNS)
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "", true, false), testNS)
 	if e := <-waited; e.Route.State != StateReady || e.Route.Pod.UID != uidA {
 		t.Fatalf("WaitReady = %+v", e.Route)
 	}
@@ -267,11 +288,22 @@ func TestInformerWiring(t *testing.T) {
 	})
 
 	// Suspending the sandbox forgets its pod before the pod is deleted.
-	f.update(sandboxesGVR, newSandbox("sb", testNode, "sb", true, true), testNS)
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "", true, true), testNS)
 	testkit.Eventually(t, "suspended pod forgotten", func() bool { return rec.sawPod(uidB) })
 	if e, _ := x.Lookup("bob"); e.Route.State != StateSuspended {
 		t.Errorf("state after suspend = %v", e.Route.State)
 	}
+
+	// Woken on a new pod, then deleted: the Sandbox's pods are forgotten.
+	f.update(podsGVR, newPod("sb", uidA, testNode, "10.0.0.7", true), testNS)
+	f.update(sandboxesGVR, newSandbox("sb", testNode, "", true, false), testNS)
+	testkit.Eventually(t, "woken pod routed", func() bool {
+		e, _ := x.Lookup("bob")
+		return e.Route.Pod.Addr == "10.0.0.7:3080"
+	})
+	rec.forget()
+	f.delete(sandboxesGVR, testNS, "sb")
+	testkit.Eventually(t, "deleted sandbox's pod forgotten", func() bool { return rec.sawPod(uidA) })
 
 	f.delete(claimsGVR, testNS, DefaultClaimPrefix+"bob")
 	testkit.Eventually(t, "user forgotten", func() bool { return rec.sawUser("bob") })

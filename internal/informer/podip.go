@@ -20,14 +20,14 @@ type Caller struct {
 }
 
 // Callers finds the account behind a source address from the Index's
-// caches: pod IP -> pod -> Sandbox -> claim. It keeps three reverse maps
-// (pods by IP, Sandboxes by pod name, claims by Sandbox name), fed by the
-// informers' events; the entries themselves are always read fresh from the
-// caches.
+// caches: pod IP -> pod -> the Sandbox its controller ownerReference names
+// -> claim. It keeps three reverse maps (pods by IP, Sandboxes by UID,
+// claims by Sandbox name), fed by the informers' events; the entries
+// themselves are always read fresh from the caches.
 type Callers struct {
 	x         *Index
 	podsByIP  *reverseMap
-	sbByPod   *reverseMap
+	sbByUID   *reverseMap
 	claimBySb *reverseMap
 	fed       []cache.ResourceEventHandlerRegistration // the maps' feeds
 }
@@ -36,14 +36,14 @@ type Callers struct {
 // Call it once, before or after Run: the informers replay what they
 // already hold.
 func (x *Index) Callers() (*Callers, error) {
-	c := &Callers{x: x, podsByIP: newReverseMap(), sbByPod: newReverseMap(), claimBySb: newReverseMap()}
+	c := &Callers{x: x, podsByIP: newReverseMap(), sbByUID: newReverseMap(), claimBySb: newReverseMap()}
 	feeds := []struct {
 		inf   cache.SharedIndexInformer
 		m     *reverseMap
 		value func(any) string
 	}{
 		{x.pods, c.podsByIP, func(o any) string { return field(o, func(p *podEntry) string { return p.ip }) }},
-		{x.sandboxes, c.sbByPod, func(o any) string { return field(o, func(s *sandboxEntry) string { return s.pod }) }},
+		{x.sandboxes, c.sbByUID, func(o any) string { return field(o, func(s *sandboxEntry) string { return s.uid }) }},
 		{x.claims, c.claimBySb, func(o any) string { return field(o, func(e *claimEntry) string { return e.sandbox }) }},
 	}
 	for _, f := range feeds {
@@ -73,7 +73,8 @@ func (c *Callers) synced() bool {
 
 // ByIP returns the account whose sandbox pod has address ip: one Ready,
 // not terminating pod on this node (the pod informer sees no other), not
-// on the host network (a node's address), whose Sandbox runs on this node
+// on the host network (a node's address), whose controller is a Sandbox
+// that runs on this node
 // and is neither suspended nor stopped, adopted by a valid managed claim
 // named for its user. Anything else, including two pods claiming the
 // address, wraps ErrUnknownCaller; before the caches have listed
@@ -92,11 +93,14 @@ func (c *Callers) ByIP(ip string) (Caller, error) {
 	if err != nil {
 		return Caller{}, fmt.Errorf("pod: %w", err)
 	}
-	s, err := one(x.sandboxes, c.sbByPod, pod.name, func(s *sandboxEntry) bool { return s.pod == pod.name })
+	if pod.sandboxUID == "" {
+		return Caller{}, fmt.Errorf("%w: pod has no Sandbox controller", ErrUnknownCaller)
+	}
+	s, err := one(x.sandboxes, c.sbByUID, pod.sandboxUID, func(s *sandboxEntry) bool { return s.uid == pod.sandboxUID })
 	if err != nil {
 		return Caller{}, fmt.Errorf("sandbox: %w", err)
 	}
-	if s.suspended || s.stopped || s.node != x.opts.NodeName {
+	if s.suspended || s.stopped || s.invalid || s.node != x.opts.NodeName {
 		return Caller{}, fmt.Errorf("%w: sandbox not running here", ErrUnknownCaller)
 	}
 	claim, err := one(x.claims, c.claimBySb, s.name, func(e *claimEntry) bool { return e.sandbox == s.name })

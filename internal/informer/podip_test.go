@@ -32,6 +32,8 @@ func TestCallerByIP(t *testing.T) {
 	deleting.Finalizers = []string{"x"}
 	unmanaged := newClaim("bob", "sb")
 	unmanaged.Labels = map[string]string{}
+	invalid := newSandbox("sb", testNode, "", true, false)
+	invalid.Status.Conditions[0] = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonInvalidConfiguration}
 	impostor := newClaim("bob", "sb")
 	impostor.Name = "other-bob"
 
@@ -42,6 +44,12 @@ func TestCallerByIP(t *testing.T) {
 		want Caller
 	}{
 		{"running sandbox pod of a managed claim", "10.0.0.5", []runtime.Object{node, claim, sandbox, pod}, bob},
+		{"v1.0: a sandbox without the pod-name annotation", "10.0.0.5", []runtime.Object{node, claim, newSandbox("sb", testNode, "", true, false), pod}, bob},
+		{"v0.5: a pod of another name its sandbox controls", "10.0.0.5", []runtime.Object{node, claim, newSandbox("sb", testNode, "sb-pod", true, false),
+			ownedPod("sb-pod", uidA, testNode, "10.0.0.5", true, "sb")}, Caller{User: "bob", Sandbox: "sb", Pod: "sb-pod"}},
+		{"a pod of the sandbox's name it does not control", "10.0.0.5", []runtime.Object{node, claim, sandbox, ownedPod("sb", uidA, testNode, "10.0.0.5", true, "")}, Caller{}},
+		{"a pod of the sandbox's name another sandbox controls", "10.0.0.5", []runtime.Object{node, claim, sandbox, ownedPod("sb", uidA, testNode, "10.0.0.5", true, "other")}, Caller{}},
+		{"sandbox of invalid configuration", "10.0.0.5", []runtime.Object{node, claim, invalid, pod}, Caller{}},
 		{"unknown address", "10.0.0.9", []runtime.Object{node, claim, sandbox, pod}, Caller{}},
 		{"empty address", "", []runtime.Object{node, claim, sandbox, pod}, Caller{}},
 		{"node address (host network)", "192.0.2.1", []runtime.Object{node, claim, sandbox, hostNet}, Caller{}},

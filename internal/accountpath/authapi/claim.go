@@ -31,6 +31,9 @@ const (
 	// StateFailed means the sandbox's pod stopped (node eviction, spot
 	// reclaim); the sweeper's leader has it created again.
 	StateFailed = "Failed"
+	// StateInvalid means the agent-sandbox controller gave up on the
+	// sandbox for good (InvalidConfiguration): only an operator can mend it.
+	StateInvalid = "Invalid"
 )
 
 // indexTokenHash indexes managed claims by their token hash annotation, so a
@@ -339,6 +342,11 @@ func (s *claimStore) remove(ctx context.Context, c *extensions.SandboxClaim) err
 	return nil
 }
 
+func invalidConfiguration(sb *agents.Sandbox) bool {
+	_, ok := agents.InvalidConfiguration(sb)
+	return ok
+}
+
 // state tells the user what their sandbox is doing.
 func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) string {
 	if c == nil || c.DeletionTimestamp != nil {
@@ -350,6 +358,8 @@ func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) stri
 		case err != nil:
 		case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 			return StateSuspended
+		case invalidConfiguration(sb):
+			return StateInvalid
 		case agents.Terminated(sb):
 			return StateFailed
 		}

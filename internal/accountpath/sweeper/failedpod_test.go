@@ -42,20 +42,34 @@ func (p *fakePods) seen() ([]string, []*corev1.Event) {
 	return slices.Clone(p.deleted), slices.Clone(p.events)
 }
 
-// failPod sets sb's Ready condition as the controller does when its pod
-// reaches phase Failed.
-func (f *fakeCluster) failPod(sb string, cond metav1.Condition) {
+// failPod sets sb's conditions as a v0.5.x controller does when its pod,
+// named by the pod-name annotation, reaches phase Failed.
+func (f *fakeCluster) failPod(sb string, conds ...metav1.Condition) {
+	f.setConditions(sb, conds...)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sandboxes[sb].Annotations = map[string]string{agents.AnnotationPodName: sb + "-pod"}
+}
+
+// setConditions replaces sb's conditions, each changed now.
+func (f *fakeCluster) setConditions(sb string, conds ...metav1.Condition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.sandboxes[sb].DeepCopy()
 	s.ResourceVersion = f.nextRV()
-	cond.LastTransitionTime = metav1.Now()
-	s.Status.Conditions = []metav1.Condition{cond}
-	s.Annotations = map[string]string{agents.AnnotationPodName: sb + "-pod"}
+	s.Status.Conditions = nil
+	for _, c := range conds {
+		c.LastTransitionTime = metav1.Now()
+		s.Status.Conditions = append(s.Status.Conditions, c)
+	}
 	f.sandboxes[sb] = s
 }
 
-var podFailed = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonPodFailed}
+var (
+	podFailed    = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonPodFailed}
+	podReady     = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionTrue, Reason: agents.ReasonDependenciesReady}
+	finishedKept = metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue, Reason: agents.ReasonPodFailed}
+)
 
 // TestFailedPodDeletedOncePerFailure: the leader deletes the terminated
 // pod of a managed, running sandbox once, records an Event on the Sandbox
@@ -79,10 +93,35 @@ func TestFailedPodDeletedOncePerFailure(t *testing.T) {
 		}
 		expectPatches(t, f, "a failed sandbox is not suspended")
 
-		f.failPod("pool-a", metav1.Condition{Type: agents.ConditionFinished, Status: metav1.ConditionTrue, Reason: "PodFailed"})
+		f.failPod("pool-a", finishedKept, podFailed)
 		at(start, 2*time.Minute)
 		if deleted, _ := pods.seen(); len(deleted) != 2 {
 			t.Errorf("deleted %v after a second failure, want two deletions", deleted)
+		}
+	})
+}
+
+// TestFinishedKeptIsNotAFailure: from v1.0.13 Finished=True survives a
+// suspend and outlives the pod that finished. A woken sandbox whose new pod
+// is Ready or starting is not failed, and no pod of it is deleted; when the
+// new pod fails too, the pod (named after the Sandbox, with no pod-name
+// annotation in v1.0) is deleted.
+func TestFinishedKeptIsNotAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		o, pods := podOptions()
+		f, _ := sweepingBob(t, o)
+		f.setConditions("pool-a", finishedKept, podReady)
+		at(start, time.Minute)
+		f.setConditions("pool-a", finishedKept, metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonDependenciesNotReady})
+		at(start, 2*time.Minute)
+		if deleted, _ := pods.seen(); len(deleted) != 0 {
+			t.Fatalf("deleted %v of a sandbox whose earlier pod once finished", deleted)
+		}
+		f.setConditions("pool-a", finishedKept, podFailed)
+		at(start, 3*time.Minute)
+		if deleted, _ := pods.seen(); !slices.Equal(deleted, []string{"pool-a"}) {
+			t.Errorf("deleted %v once the current pod failed, want pool-a", deleted)
 		}
 	})
 }

@@ -13,7 +13,7 @@ const (
 	stateReady     = "ready"     // managed, Running and Ready
 	stateStarting  = "starting"  // managed, Running, not Ready yet (or waking)
 	stateSuspended = "suspended" // managed, Suspended
-	stateFailed    = "failed"    // managed, its pod stopped for good (agents.Terminated)
+	stateFailed    = "failed"    // managed, its pod stopped for good (agents.Terminated) or its configuration rejected (agents.InvalidConfiguration)
 	stateDeleting  = "deleting"  // being deleted
 	stateUnmanaged = "unmanaged" // warm-pool spares and hand-made claims' sandboxes
 )
@@ -35,7 +35,7 @@ func newInventory(src lister) inventory {
 		users: prometheus.NewDesc("sandgate_sweeper_users",
 			"Accounts: managed SandboxClaims not being deleted, as this replica's cache holds them.", nil, nil),
 		sandboxes: prometheus.NewDesc("sandgate_sweeper_sandboxes",
-			"Sandboxes in the namespace by state: ready, starting, suspended, failed (pod stopped for good), deleting, unmanaged (warm-pool spares, hand-made claims).",
+			"Sandboxes in the namespace by state: ready, starting, suspended, failed (pod stopped for good, or configuration rejected: InvalidConfiguration), deleting, unmanaged (warm-pool spares, hand-made claims).",
 			[]string{"state"}, nil),
 	}
 }
@@ -73,7 +73,7 @@ func sandboxState(sb *agents.Sandbox, own owners) string {
 		return stateUnmanaged
 	case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 		return stateSuspended
-	case agents.Terminated(sb):
+	case agents.Terminated(sb), invalidConfiguration(sb):
 		return stateFailed
 	case meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady):
 		return stateReady

@@ -29,6 +29,9 @@ type metrics struct {
 	// failedPods counts deletions of terminated sandbox pods, label
 	// result: ok, gone, refused, error.
 	failedPods *prometheus.CounterVec
+	// invalid counts managed sandboxes the agent-sandbox controller gave
+	// up on (InvalidConfiguration), once per rejection.
+	invalid prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -49,6 +52,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		failedPods: s.CounterVec(prometheus.CounterOpts{
 			Name: "failed_pods_deleted_total", Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
 		}, []string{"result"}, metricset.Each(failedPodDeleted, failedPodGone, failedPodRefused, failedPodError)...),
+		invalid: s.Counter(prometheus.CounterOpts{
+			Name: "invalid_configurations_total", Help: "Managed sandboxes the agent-sandbox controller gave up on for good (Ready reason InvalidConfiguration), counted once per rejection by the leader; each needs an operator.",
+		}),
 	}
 	if err := s.Register(reg); err != nil {
 		return nil, err

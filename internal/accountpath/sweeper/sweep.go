@@ -2,6 +2,7 @@ package sweeper
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,9 @@ type sweepState struct {
 	patched map[activity.Key]string
 	// recovered holds, per sandbox, the failure whose pod was deleted.
 	recovered map[activity.Key]time.Time
+	// invalid holds, per sandbox, the InvalidConfiguration already
+	// reported: when its Ready condition last changed.
+	invalid map[activity.Key]time.Time
 }
 
 type seenAt struct {
@@ -29,7 +33,7 @@ type seenAt struct {
 }
 
 func newSweepState() *sweepState {
-	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time)}
+	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time), invalid: make(map[activity.Key]time.Time)}
 }
 
 // loop sweeps at once and then every SweepInterval until ctx ends.
@@ -63,6 +67,10 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if !running(sb) || !own.managed(sb) {
 			delete(st.seen, k)
 			delete(st.patched, k)
+			continue
+		}
+		if msg, ok := agents.InvalidConfiguration(sb); ok {
+			s.reportInvalid(ctx, st, sb, own.user(sb), msg)
 			continue
 		}
 		if agents.Terminated(sb) {
@@ -110,21 +118,15 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 
 // retain forgets the sandboxes that are gone from the cache.
 func (st *sweepState) retain(live map[activity.Key]bool) {
-	for k := range st.seen {
-		if !live[k] {
-			delete(st.seen, k)
-		}
-	}
-	for k := range st.patched {
-		if !live[k] {
-			delete(st.patched, k)
-		}
-	}
-	for k := range st.recovered {
-		if !live[k] {
-			delete(st.recovered, k)
-		}
-	}
+	gone := func(k activity.Key) bool { return !live[k] }
+	forget(st.seen, gone)
+	forget(st.patched, gone)
+	forget(st.recovered, gone)
+	forget(st.invalid, gone)
+}
+
+func forget[V any](m map[activity.Key]V, gone func(activity.Key) bool) {
+	maps.DeleteFunc(m, func(k activity.Key, _ V) bool { return gone(k) })
 }
 
 // suspend patches sb to Suspended, conditional on its resourceVersion, with

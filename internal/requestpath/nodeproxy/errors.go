@@ -37,6 +37,10 @@ var (
 	// ErrStopped means the sandbox's pod terminated (node eviction, spot
 	// reclaim) and is being created again: no wake or wait helps.
 	ErrStopped = errors.New("sandbox pod stopped")
+	// ErrInvalidConfiguration means the agent-sandbox controller gave up on
+	// the sandbox for good (Ready reason InvalidConfiguration): no wake,
+	// wait or retry helps until an operator changes it.
+	ErrInvalidConfiguration = errors.New("sandbox configuration rejected by the cluster")
 	// ErrSuspended means the sandbox is suspended and wake-on-connect is off.
 	ErrSuspended = errors.New("sandbox suspended")
 	// ErrWakeTimeout means a held request's sandbox did not become Ready
@@ -65,6 +69,11 @@ var (
 	// ErrShuttingDown means the proxy is draining.
 	ErrShuttingDown = errors.New("shutting down")
 )
+
+// invalidConfigurationMessage is the answer for ErrInvalidConfiguration.
+// It names the cause without the controller's message, which an operator
+// reads on the Sandbox and in the auth API's audit log.
+const invalidConfigurationMessage = "your agent cannot start: the cluster rejected its configuration (InvalidConfiguration); an operator must fix it, retrying will not help"
 
 // errNoConnection is a round trip whose connection could not be made, so
 // nothing was sent.
@@ -134,6 +143,8 @@ func resultOf(err error) result {
 		res.retryAfter = true
 		res.wsClose = websocket.CloseTryAgainLater
 		return res
+	case errors.Is(err, ErrInvalidConfiguration):
+		return r(fasthttp.StatusServiceUnavailable, invalidConfigurationMessage)
 	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop), errors.Is(err, ErrPeerDown),
 		errors.Is(err, handshake.ErrNoLogs), errors.Is(err, handshake.ErrClosed), errors.Is(err, ErrShuttingDown):
 		res := r(fasthttp.StatusServiceUnavailable, "sandbox not available yet")

@@ -42,8 +42,8 @@ func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res 
 	}
 	status, m := res.status, webpage.Message{Alert: true}
 	retry := string(ctx.Response.Header.Peek("Retry-After"))
-	switch status {
-	case fasthttp.StatusUnauthorized:
+	switch {
+	case status == fasthttp.StatusUnauthorized:
 		if owner, ok := p.otherUser(ctx, x, err); ok {
 			status = fasthttp.StatusForbidden
 			m.Title = "Not your agent"
@@ -55,15 +55,22 @@ func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res 
 		m.Title = "Sign in required"
 		m.Lines = []string{"Sign in to open this agent. If it is yours, log in with your user name and access token."}
 		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Sign in"}}
-	case fasthttp.StatusForbidden:
+	case status == fasthttp.StatusForbidden:
 		m.Title = "Request refused"
 		m.Lines = []string{"This request was refused: " + res.message + "."}
 		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Back to the start page"}}
-	case fasthttp.StatusNotFound:
+	case status == fasthttp.StatusNotFound:
 		m.Title = "Not found"
 		m.Lines = []string{"There is no agent at this address."}
 		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Back to the start page"}}
-	case fasthttp.StatusTooManyRequests, fasthttp.StatusServiceUnavailable:
+	case errors.Is(err, ErrInvalidConfiguration):
+		m.Title = "Your agent cannot start"
+		m.Lines = []string{
+			"The cluster rejected your agent's configuration (InvalidConfiguration), so it cannot start, and trying again will not help.",
+			"An operator must fix it: tell the people who run this service. Your workspace is kept.",
+		}
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Your account"}}
+	case status == fasthttp.StatusTooManyRequests, status == fasthttp.StatusServiceUnavailable:
 		m.Title = "Try again shortly"
 		if status == fasthttp.StatusTooManyRequests {
 			m.Title = "Too many attempts"

@@ -52,6 +52,9 @@ func TestErrorPagesForNavigations(t *testing.T) {
 	alice := cookie(h.session("alice"))
 	h.dir.edit("bob", func(e *informer.Entry) { e.Route = informer.Route{State: informer.StateStopped, Sandbox: "sb-bob"} })
 	bob := cookie(h.session("bob"))
+	h.addUser("carol", "node-a")
+	h.dir.edit("carol", func(e *informer.Entry) { e.Route = informer.Route{State: informer.StateInvalid, Sandbox: "sb-carol"} })
+	carol := cookie(h.session("carol"))
 
 	for _, tc := range []struct {
 		name, path, cookie string
@@ -62,6 +65,7 @@ func TestErrorPagesForNavigations(t *testing.T) {
 		{"another user's path", "/u/bob/", alice, 403, "Not your agent", `href="/u/alice/"`},
 		{"no such user path", "/u/-x/", alice, 404, "Not found", `href="/"`},
 		{"stopped pod", "/u/bob/", bob, 503, "Try again shortly", `href="/"`},
+		{"configuration rejected for good", "/u/carol/", carol, 503, "Your agent cannot start", "An operator must fix it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := map[string]string{}
@@ -74,7 +78,13 @@ func TestErrorPagesForNavigations(t *testing.T) {
 				t.Fatalf("navigation: %d %s", resp.StatusCode, body)
 			}
 			checkProxyPage(t, resp, body)
-			if tc.code == 503 && (resp.Header.Get("Retry-After") == "" || !strings.Contains(body, `http-equiv="refresh"`)) {
+			retryAfter, refresh := resp.Header.Get("Retry-After") != "", strings.Contains(body, `http-equiv="refresh"`)
+			switch {
+			case tc.name == "configuration rejected for good":
+				if retryAfter || refresh {
+					t.Errorf("a page that retries what no retry mends: %v %s", resp.Header, body)
+				}
+			case tc.code == 503 && (!retryAfter || !refresh):
 				t.Errorf("503 page without Retry-After or refresh: %v %s", resp.Header, body)
 			}
 			plainCode := tc.code

@@ -32,6 +32,8 @@ func (p *Proxy) resolve(x *exchange, e informer.Entry) (target, error) {
 		return target{}, ErrNotReady
 	case informer.StateStopped:
 		return target{}, ErrStopped
+	case informer.StateInvalid:
+		return target{}, ErrInvalidConfiguration
 	}
 	x.node = r.Node
 	if r.Local {

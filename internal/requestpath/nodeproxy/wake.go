@@ -156,6 +156,10 @@ func (p *Proxy) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	p.m.wakeLatency.Observe(time.Since(start).Seconds())
 	x.held = true
 	switch {
+	case err == nil && ready.Route.State != informer.StateReady:
+		// A state no wait mends (InvalidConfiguration): resolve answers it.
+		p.m.wakes.WithLabelValues(wakeFailed).Inc()
+		return ready, nil
 	case err == nil:
 		p.waker.woke(x.route.user, e.Route.Sandbox)
 		p.waker.pages.done(x.route.user)

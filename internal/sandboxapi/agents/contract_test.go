@@ -6,24 +6,42 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestTerminated(t *testing.T) {
+// TestCurrentPodState: whether the current pod stopped for good, or the
+// controller gave up, is read from Ready and its reason on every release;
+// v1.0.13's Finished, which survives a suspend and outlives the pod that
+// finished, never decides it alone.
+func TestCurrentPodState(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: ConditionReady, Status: status, Reason: reason, Message: "m"}
+	}
+	finished := metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue, Reason: ReasonPodFailed}
+	notFinished := metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionFalse, Reason: "NotFinished"}
 	for _, tt := range []struct {
-		name string
-		cond metav1.Condition
-		want bool
+		name                string
+		conds               []metav1.Condition
+		terminated, invalid bool
 	}{
-		{"pod failed", metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonPodFailed}, true},
-		{"pod succeeded", metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonPodSucceeded}, true},
-		{"finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionTrue}, true},
-		{"not finished", metav1.Condition{Type: ConditionFinished, Status: metav1.ConditionFalse}, false},
-		{"starting", metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonDependenciesNotReady}, false},
-		{"suspended", metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonSandboxSuspended}, false},
-		{"ready", metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue}, false},
+		{"pod failed", []metav1.Condition{ready(metav1.ConditionFalse, ReasonPodFailed), finished}, true, false},
+		{"pod succeeded", []metav1.Condition{ready(metav1.ConditionFalse, ReasonPodSucceeded)}, true, false},
+		{"v1.0.13: finished kept after a wake, new pod ready", []metav1.Condition{finished, ready(metav1.ConditionTrue, ReasonDependenciesReady)}, false, false},
+		{"v1.0.13: finished kept while the new pod starts", []metav1.Condition{finished, ready(metav1.ConditionFalse, ReasonDependenciesNotReady)}, false, false},
+		{"v1.0.13: finished kept across a suspend", []metav1.Condition{finished, ready(metav1.ConditionFalse, ReasonSandboxSuspended)}, false, false},
+		{"v1.0.13: not finished", []metav1.Condition{notFinished, ready(metav1.ConditionTrue, ReasonDependenciesReady)}, false, false},
+		{"finished without Ready", []metav1.Condition{finished}, false, false},
+		{"starting", []metav1.Condition{ready(metav1.ConditionFalse, ReasonDependenciesNotReady)}, false, false},
+		{"suspended", []metav1.Condition{ready(metav1.ConditionFalse, ReasonSandboxSuspended)}, false, false},
+		{"ready", []metav1.Condition{ready(metav1.ConditionTrue, ReasonDependenciesReady)}, false, false},
+		{"invalid configuration", []metav1.Condition{ready(metav1.ConditionFalse, ReasonInvalidConfiguration)}, false, true},
+		{"no conditions", nil, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sb := &Sandbox{Status: SandboxStatus{Conditions: []metav1.Condition{tt.cond}}}
-			if got := Terminated(sb); got != tt.want {
-				t.Errorf("Terminated = %v, want %v", got, tt.want)
+			sb := &Sandbox{Status: SandboxStatus{Conditions: tt.conds}}
+			if got := Terminated(sb); got != tt.terminated {
+				t.Errorf("Terminated = %v, want %v", got, tt.terminated)
+			}
+			msg, invalid := InvalidConfiguration(sb)
+			if invalid != tt.invalid || (invalid && msg != "m") {
+				t.Errorf("InvalidConfiguration = %q, %v, want %v", msg, invalid, tt.invalid)
 			}
 		})
 	}
