@@ -66,10 +66,10 @@ func Build(o Options) *Lists {
 		})
 	}
 	now := metav1.Now()
+	controller := true
 	for i := range o.Users {
 		user := o.User(i)
 		sandbox := "dsh-pool-" + strconv.Itoa(i)
-		pod := sandbox
 		node := o.Nodes[o.Place(i)].Name
 		h := account.HashToken(Token(user))
 		claims.Items = append(claims.Items, extensions.SandboxClaim{
@@ -81,10 +81,10 @@ func Build(o Options) *Lists {
 			Spec:   extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "dsh-pool"}},
 			Status: extensions.SandboxClaimStatus{Sandbox: extensions.ClaimedSandbox{Name: sandbox}},
 		})
+		sandboxUID := types.UID(fmt.Sprintf("00000000-0000-4000-9000-%012d", i))
 		sandboxes.Items = append(sandboxes.Items, agents.Sandbox{
-			ObjectMeta: metav1.ObjectMeta{Name: sandbox, Namespace: o.Namespace, ResourceVersion: "1",
-				Annotations: map[string]string{agents.AnnotationPodName: pod}},
-			Spec: agents.SandboxSpec{OperatingMode: agents.OperatingModeRunning},
+			ObjectMeta: metav1.ObjectMeta{Name: sandbox, Namespace: o.Namespace, ResourceVersion: "1", UID: sandboxUID},
+			Spec:       agents.SandboxSpec{OperatingMode: agents.OperatingModeRunning},
 			Status: agents.SandboxStatus{NodeName: node, Conditions: []metav1.Condition{{
 				Type: agents.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: now,
 			}}},
@@ -93,8 +93,9 @@ func Build(o Options) *Lists {
 			continue
 		}
 		pods.Items = append(pods.Items, corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: o.Namespace, ResourceVersion: "1",
-				UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))},
+			ObjectMeta: metav1.ObjectMeta{Name: sandbox, Namespace: o.Namespace, ResourceVersion: "1",
+				UID:             types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i)),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: agents.GroupVersion.String(), Kind: "Sandbox", Name: sandbox, UID: sandboxUID, Controller: &controller}}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{
 				Name: "dsh", Image: "dsh", Ports: []corev1.ContainerPort{{ContainerPort: o.PodPort}},
 			}}},

@@ -21,7 +21,7 @@ func BenchmarkLookup100k(b *testing.B) {
 	for i := range users {
 		user := fmt.Sprintf("user%06d", i)
 		c := newClaim(user, "pool-"+user)
-		s := newSandbox("pool-"+user, "node-b", "pool-"+user, true, false)
+		s := newSandbox("pool-"+user, "node-b", "", true, false)
 		x.claims.GetStore().Add(x.transformClaim(c))
 		x.sandboxes.GetStore().Add(x.transformSandbox(s))
 	}
