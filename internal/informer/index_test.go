@@ -67,6 +67,10 @@ func TestLookupRoute(t *testing.T) {
 	finishedWoken.Status.Conditions = append(finishedWoken.Status.Conditions, finishedCond)
 	finishedStarting := newSandbox("sb", testNode, "", false, false)
 	finishedStarting.Status.Conditions = append(finishedStarting.Status.Conditions, finishedCond)
+	podScheduled := func(s *agents.Sandbox, reason string) *agents.Sandbox {
+		s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: reason})
+		return s
+	}
 	invalid := newSandbox("sb", testNode, "", false, false)
 	invalid.Status.Conditions[0].Reason = agents.ReasonInvalidConfiguration
 	legacyName := readyLocal
@@ -95,6 +99,8 @@ func TestLookupRoute(t *testing.T) {
 		{"pod failed", []runtime.Object{newClaim("bob", "sb"), failed, pod}, Route{State: StateStopped, Sandbox: "sb"}},
 		{"v1.0.13: Finished kept after a wake, the new pod Ready", []runtime.Object{newClaim("bob", "sb"), finishedWoken, pod, node}, readyLocal},
 		{"v1.0.13: Finished kept while the new pod starts", []runtime.Object{newClaim("bob", "sb"), finishedStarting, pod, node}, Route{Sandbox: "sb"}},
+		{"v1.0.13: PodScheduled False (PodAbsent) while suspended", []runtime.Object{newClaim("bob", "sb"), podScheduled(newSandbox("sb", testNode, "", false, true), "PodAbsent")}, Route{State: StateSuspended, Sandbox: "sb"}},
+		{"PodScheduled False (Unschedulable): still starting", []runtime.Object{newClaim("bob", "sb"), podScheduled(newSandbox("sb", testNode, "", false, false), "Unschedulable"), node}, Route{Sandbox: "sb"}},
 		{"invalid configuration", []runtime.Object{newClaim("bob", "sb"), invalid, pod, node}, Route{State: StateInvalid, Sandbox: "sb"}},
 		{"local pod not cached", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false)}, Route{Sandbox: "sb"}},
 		{"local pod not ready", []runtime.Object{newClaim("bob", "sb"), newSandbox("sb", testNode, "sb", true, false), newPod("sb", uidA, testNode, "10.0.0.5", false)}, Route{Sandbox: "sb"}},

@@ -44,7 +44,7 @@ func claimSandbox(t *testing.T, e *simtest.Env, user string) sandboxPod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := e.Pod(sb.Annotations[agents.AnnotationPodName])
+	pod, err := e.Pod(sb.Name) // the controller names the pod after its Sandbox
 	if err != nil {
 		t.Fatal(err)
 	}
