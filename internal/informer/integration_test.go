@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -63,7 +64,7 @@ func TestIntegrationIndex(t *testing.T) {
 		}
 		testkit.CreateWithStatus(t, claims, cl, func(got *extensions.SandboxClaim) { got.Status = cl.Status })
 	}
-	setSandbox := func(name, node, pod string, ready, suspended bool) {
+	setSandbox := func(name, node, pod string, ready, suspended bool) types.UID {
 		want := newSandbox(name, node, pod, ready, suspended)
 		want.Namespace, want.ResourceVersion = ns, ""
 		want.Spec.PodTemplate = agents.PodTemplate{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "dsh", Image: "dsh"}}}}
@@ -83,20 +84,24 @@ func TestIntegrationIndex(t *testing.T) {
 		if _, err := sandboxes.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		return cur.UID
 	}
-	mkPod := func(name, node, ip string) string {
+	// mkPod makes a pod controlled by the Sandbox with owner, as the
+	// controller does.
+	mkPod := func(name, node, ip string, owner types.UID) string {
 		p := newPod(name, "", node, ip, true)
 		p.Namespace, p.ResourceVersion = ns, ""
+		p.OwnerReferences[0].UID = owner
 		return string(testkit.CreateWithStatus(t, pods, p, func(got *corev1.Pod) { got.Status = p.Status }).UID)
 	}
 
 	mkClaim("bob", "sb-bob", true)
 	mkClaim("carol", "sb-carol", true)
 	mkClaim("mallory", "sb-mallory", false)
-	setSandbox("sb-bob", local, "sb-bob", true, false)
-	setSandbox("sb-carol", remote, "sb-carol", true, false)
-	bobUID := mkPod("sb-bob", local, "127.0.20.1")
-	mkPod("sb-carol", remote, "127.0.20.2")
+	bobSandbox := setSandbox("sb-bob", local, "", true, false)
+	carolSandbox := setSandbox("sb-carol", remote, "sb-carol", true, false)
+	bobUID := mkPod("sb-bob", local, "127.0.20.1", bobSandbox)
+	mkPod("sb-carol", remote, "127.0.20.2", carolSandbox)
 
 	kube, sb := testkit.Clients(t, cfg)
 	gone := make(chan string, 10)
@@ -144,7 +149,7 @@ func TestIntegrationIndex(t *testing.T) {
 		t.Errorf("1000 lookups made %d API requests, want 0", n)
 	}
 
-	setSandbox("sb-bob", local, "sb-bob", true, true)
+	setSandbox("sb-bob", local, "", true, true)
 	if uid := testkit.Receive(t, "bob's pod forgotten on suspend", gone); uid != bobUID {
 		t.Errorf("forgot pod %s, want %s", uid, bobUID)
 	}
