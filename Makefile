@@ -3,7 +3,8 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-# KUBE_VERSION and AGENT_SANDBOX_VERSION: the pins every doc and test follows
+# KUBE_VERSION, AGENT_SANDBOX_VERSION and AGENT_SANDBOX_OLDEST: the pins
+# every doc and test follows
 include versions.env
 KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
 CACHE        ?= $(or $(SANDGATE_CACHE),$(HOME)/.cache/sandgate)
@@ -11,6 +12,17 @@ BIN_DIR      := $(CACHE)/bin/$(KUBE_VERSION)
 export SANDGATE_CACHE := $(CACHE)
 # the promtool the rules tests run (make promtool builds it)
 export PROMTOOL := $(BIN_DIR)/promtool
+# AGENT_SANDBOX_CRDS: a directory of upstream agent-sandbox's CRD files,
+# which every test API server (internal/testing/clustertest) and the real
+# cluster get in place of manifests/crds, so upstream's own schema checks
+# every object the tests write. Unset, upstream's files beside the
+# repository when they are there; make test fails without them
+# (upstream-crds). make demo and make cluster use manifests/crds unless it
+# is given.
+CRDS_GIVEN    := $(AGENT_SANDBOX_CRDS)
+UPSTREAM_CRDS := ../shared/upstream/agent-sandbox-$(AGENT_SANDBOX_OLDEST)/crds
+override AGENT_SANDBOX_CRDS := $(abspath $(or $(AGENT_SANDBOX_CRDS),$(wildcard $(UPSTREAM_CRDS))))
+export AGENT_SANDBOX_CRDS
 
 GO           ?= go
 # -race on every package: they all run goroutines (servers, informers,
@@ -88,7 +100,7 @@ images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
 	@echo ">> building the demo, the auth API and the node proxy"
 	$(GO) build -o bin/ ./cmd/sandgate-demo ./cmd/authapi ./cmd/nodeproxy
-	./bin/sandgate-demo $(DEMO_FLAGS)
+	./bin/sandgate-demo $(if $(CRDS_GIVEN),--crds $(AGENT_SANDBOX_CRDS)) $(DEMO_FLAGS)
 
 .PHONY: controlplane
 controlplane: $(CONTROLPLANE) ## build etcd, kube-apiserver and kubectl once into the cache
@@ -265,9 +277,18 @@ $(AXE_STAMP):
 	@mkdir -p $(CACHE)/npm
 	npm install --prefix $(CACHE)/npm --no-save --no-audit --no-fund --ignore-scripts axe-core@$(AXE_VERSION)
 
+# The tests apply upstream's CRDs, never silently the generated ones.
+.PHONY: upstream-crds
+upstream-crds:
+	@test -n "$(AGENT_SANDBOX_CRDS)" || { echo "make test applies upstream agent-sandbox's CRDs to every test API server:" \
+	  "set AGENT_SANDBOX_CRDS to a directory of them (the crds/ of a release, $(AGENT_SANDBOX_OLDEST) to $(AGENT_SANDBOX_VERSION));" \
+	  "none at $(UPSTREAM_CRDS)" >&2; exit 1; }
+	@ls $(AGENT_SANDBOX_CRDS)/*.yaml >/dev/null 2>&1 || { echo "AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS) holds no .yaml files" >&2; exit 1; }
+	@echo ">> CRDs for every test API server and the real cluster: upstream's, from AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS)"
+
 .PHONY: test
-test: controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
-	@echo ">> go test (integration tests start real etcd + kube-apiserver)"
+test: upstream-crds controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
+	@echo ">> go test (integration tests start real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS))"
 	$(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@$(MAKE) --no-print-directory bench-smoke
@@ -328,7 +349,7 @@ cluster-packages: ## install runc, the CNI plugins, iptables, ipset, nftables, i
 .PHONY: cluster
 cluster: $(CLUSTER_DEPS) ## run a real 2-node cluster (kubelet, containerd, CNI, kube-proxy, CoreDNS) with sandgate installed from manifests/, until Ctrl-C (root)
 	$(GO) build -o bin/ ./cmd/sandgate-cluster
-	./bin/sandgate-cluster up --version $(VERSION) $(CLUSTER_FLAGS)
+	./bin/sandgate-cluster up --version $(VERSION) $(if $(CRDS_GIVEN),,--crds manifests/crds) $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down
 cluster-down: ## remove everything a killed `make cluster` left (processes, namespaces, mounts, links, rules)
@@ -336,6 +357,6 @@ cluster-down: ## remove everything a killed `make cluster` left (processes, name
 	./bin/sandgate-cluster down
 
 .PHONY: e2e-cluster
-e2e-cluster: $(CLUSTER_DEPS) $(HELM_STAMP) ## the user journey on a real 2-node cluster deployed from manifests/, then the Helm chart on the same nodes (root, about 15 min)
+e2e-cluster: upstream-crds $(CLUSTER_DEPS) $(HELM_STAMP) ## the user journey on a real 2-node cluster deployed from manifests/, then the Helm chart on the same nodes (root, about 15 min)
 	$(GO) build -o bin/ ./cmd/sandgate-cluster
-	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) $(GO) test -count=1 -v -timeout 40m ./internal/testing/clusterjourney
+	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS) $(GO) test -count=1 -v -timeout 40m ./internal/testing/clusterjourney

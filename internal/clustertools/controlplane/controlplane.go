@@ -26,8 +26,13 @@ type Options struct {
 	// ParentDir holds the control plane's temporary directory; "" means the
 	// system temp dir.
 	ParentDir string
-	// CRDDir holds CRD manifests to install; "" installs none.
+	// CRDDir holds CRD manifests to install; "" installs none. A CRD whose
+	// conversion strategy is Webhook is installed with strategy None: no
+	// control plane started here runs a conversion webhook.
 	CRDDir string
+	// CRDSource says what CRDDir holds ("upstream", "generated"; see
+	// CRDSourceOf) for the log line that reports the installed CRDs.
+	CRDSource string
 	// StartTimeout bounds how long etcd and kube-apiserver may take to be ready.
 	StartTimeout time.Duration
 	Logger       *slog.Logger
@@ -94,7 +99,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	if opts.CRDDir != "" {
-		if err := cp.installCRDs(ctx, opts.CRDDir); err != nil {
+		if err := cp.installCRDs(ctx, opts.CRDDir, opts.CRDSource); err != nil {
 			return nil, err
 		}
 	}

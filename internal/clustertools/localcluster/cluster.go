@@ -53,8 +53,9 @@ type Options struct {
 	Binaries Binaries
 	Images   Images
 	// CRDDir holds CRDs installed before the nodes start; "" installs none.
-	CRDDir string
-	Logger *slog.Logger
+	// CRDSource labels them for the log (controlplane.Options).
+	CRDDir, CRDSource string
+	Logger            *slog.Logger
 }
 
 // Cluster is a running local cluster.
@@ -150,7 +151,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	b := c.opts.Binaries
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Binaries:  controlplane.Binaries{Etcd: b.path("etcd"), KubeAPIServer: b.path("kube-apiserver"), Kubectl: b.path("kubectl")},
-		ParentDir: c.opts.Paths.Data, CRDDir: c.opts.CRDDir, Logger: c.log,
+		ParentDir: c.opts.Paths.Data, CRDDir: c.opts.CRDDir, CRDSource: c.opts.CRDSource, Logger: c.log,
 		Nodes: &controlplane.NodesOptions{Address: HostAddr.String(), ServiceCIDR: ServiceNet},
 	})
 	if err != nil {

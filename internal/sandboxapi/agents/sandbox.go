@@ -15,14 +15,15 @@ const (
 	OperatingModeSuspended OperatingMode = "Suspended"
 )
 
-// ShutdownPolicy says what happens to a Sandbox when its shutdown time passes.
-// +kubebuilder:validation:Enum=Delete;DeleteForeground;Retain
+// ShutdownPolicy says what happens to a Sandbox or a claim when its shutdown
+// time passes. Each field names the values it takes (a Sandbox takes no
+// DeleteForeground): the enum is on the fields, not on this type.
 type ShutdownPolicy string
 
-// Shutdown policies shared by Sandbox and SandboxClaim lifecycles.
+// Shutdown policies of Sandbox and SandboxClaim lifecycles.
 const (
 	ShutdownPolicyDelete           ShutdownPolicy = "Delete"
-	ShutdownPolicyDeleteForeground ShutdownPolicy = "DeleteForeground"
+	ShutdownPolicyDeleteForeground ShutdownPolicy = "DeleteForeground" // claims only
 	ShutdownPolicyRetain           ShutdownPolicy = "Retain"
 )
 
@@ -43,8 +44,8 @@ type PodTemplate struct {
 
 // VolumeClaimMetadata names a volume claim template; pods mount it by Name.
 type VolumeClaimMetadata struct {
-	// +kubebuilder:validation:MinLength=1
-	Name string `json:"name"`
+	// +optional
+	Name string `json:"name,omitempty"`
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// +optional
@@ -53,11 +54,15 @@ type VolumeClaimMetadata struct {
 
 // PersistentVolumeClaimTemplate describes a volume claim created for a Sandbox.
 type PersistentVolumeClaimTemplate struct {
-	Metadata VolumeClaimMetadata              `json:"metadata"`
+	// +optional
+	Metadata VolumeClaimMetadata              `json:"metadata,omitempty"`
 	Spec     corev1.PersistentVolumeClaimSpec `json:"spec"`
 }
 
-// SandboxSpec is the desired state of a Sandbox.
+// SandboxSpec is the desired state of a Sandbox. Its volume claim templates
+// can be neither added, removed nor changed after creation.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.volumeClaimTemplates) == has(oldSelf.volumeClaimTemplates) && (!has(self.volumeClaimTemplates) || self.volumeClaimTemplates == oldSelf.volumeClaimTemplates)",message="volumeClaimTemplates is immutable"
 type SandboxSpec struct {
 	// OperatingMode is the one field the platform patches: Suspended deletes
 	// the pod and keeps volumes and Service, Running brings a pod back.
@@ -65,13 +70,17 @@ type SandboxSpec struct {
 	// +optional
 	OperatingMode OperatingMode `json:"operatingMode,omitempty"`
 	PodTemplate   PodTemplate   `json:"podTemplate"`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaimTemplates is immutable"
+	// +listType=atomic
 	// +optional
 	VolumeClaimTemplates []PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 	// +optional
 	Service *bool `json:"service,omitempty"`
 	// +optional
 	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+	// ShutdownPolicy says what happens to the Sandbox once ShutdownTime
+	// passes: Delete, or Retain (the default).
+	// +kubebuilder:validation:Enum=Delete;Retain
+	// +kubebuilder:default=Retain
 	// +optional
 	ShutdownPolicy ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
@@ -90,8 +99,7 @@ type SandboxStatus struct {
 	NodeName string `json:"nodeName,omitempty"`
 	// +optional
 	Selector string `json:"selector,omitempty"`
-	// +listType=map
-	// +listMapKey=type
+	// Conditions is an atomic list, as upstream declares it.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

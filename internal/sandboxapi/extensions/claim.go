@@ -15,7 +15,6 @@ const UserLabelDomain = "sandbox.users.io"
 
 // WarmPoolRef names the SandboxWarmPool a claim adopts a spare from.
 type WarmPoolRef struct {
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 }
 
@@ -23,8 +22,16 @@ type WarmPoolRef struct {
 type Lifecycle struct {
 	// +optional
 	ShutdownTime *metav1.Time `json:"shutdownTime,omitempty"`
+	// TTLSecondsAfterFinished can fire while the claim's Sandbox is
+	// suspended from v1.0.13 on (Finished survives a suspend): never set it
+	// on a long-lived user claim.
+	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// ShutdownPolicy says what happens to the claim and its Sandbox once
+	// ShutdownTime passes: Delete, DeleteForeground, or Retain (the default).
+	// +kubebuilder:validation:Enum=Delete;DeleteForeground;Retain
+	// +kubebuilder:default=Retain
 	// +optional
 	ShutdownPolicy agents.ShutdownPolicy `json:"shutdownPolicy,omitempty"`
 }
@@ -37,8 +44,10 @@ type SandboxClaimSpec struct {
 	AdditionalPodMetadata agents.PodMetadata `json:"additionalPodMetadata,omitempty"`
 	// +optional
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+	// +listType=atomic
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
+	// +listType=atomic
 	// +optional
 	VolumeClaimTemplates []agents.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 }
@@ -57,8 +66,7 @@ type ClaimedSandbox struct {
 type SandboxClaimStatus struct {
 	// +optional
 	Sandbox ClaimedSandbox `json:"sandbox,omitempty"`
-	// +listType=map
-	// +listMapKey=type
+	// Conditions is an atomic list, as upstream declares it.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

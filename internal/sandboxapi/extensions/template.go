@@ -11,13 +11,16 @@ import (
 // +kubebuilder:validation:Enum=Managed;Unmanaged
 type NetworkPolicyManagement string
 
-// InjectionPolicy says whether claims may inject env vars or volume claim templates.
-// +kubebuilder:validation:Enum=Allowed;Disallowed
+// InjectionPolicy says whether claims may inject env vars or volume claim
+// templates: Allowed adds them, Overrides also lets them replace the
+// template's own of the same name.
+// +kubebuilder:validation:Enum=Allowed;Overrides;Disallowed
 type InjectionPolicy string
 
 // Injection policies; Disallowed is the default.
 const (
 	InjectionAllowed    InjectionPolicy = "Allowed"
+	InjectionOverrides  InjectionPolicy = "Overrides"
 	InjectionDisallowed InjectionPolicy = "Disallowed"
 )
 
@@ -32,12 +35,14 @@ type NetworkPolicySpec struct {
 // SandboxTemplateSpec is the blueprint pools and claims create Sandboxes from.
 type SandboxTemplateSpec struct {
 	PodTemplate agents.PodTemplate `json:"podTemplate"`
+	// +listType=atomic
 	// +optional
 	VolumeClaimTemplates []agents.PersistentVolumeClaimTemplate `json:"volumeClaimTemplates,omitempty"`
 	// +optional
 	Service *bool `json:"service,omitempty"`
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+	// +kubebuilder:default=Managed
 	// +optional
 	NetworkPolicyManagement NetworkPolicyManagement `json:"networkPolicyManagement,omitempty"`
 	// +kubebuilder:default=Disallowed

@@ -16,23 +16,34 @@ const (
 
 // TemplateRef names a SandboxTemplate.
 type TemplateRef struct {
-	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 }
 
 // UpdateStrategy of a SandboxWarmPool.
 type UpdateStrategy struct {
+	// +kubebuilder:default=OnReplenish
 	// +optional
 	Type UpdateStrategyType `json:"type,omitempty"`
 }
 
 // SandboxWarmPoolSpec is the desired state of a SandboxWarmPool.
 type SandboxWarmPoolSpec struct {
+	// Replicas is always sent, 0 included; the server's default applies
+	// only to objects written without it (kubectl, YAML).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=1
+	// +optional
 	Replicas           int32       `json:"replicas"`
 	SandboxTemplateRef TemplateRef `json:"sandboxTemplateRef"`
 	// +optional
 	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
+	// ReadinessGracePeriodSeconds (agent-sandbox v1.0.12+) is how long a
+	// spare may take to become Ready before the pool replaces it; unset, the
+	// controller's flag or agent-sandbox-config ConfigMap decides (default
+	// 5 minutes). Older releases' CRDs prune it.
+	// +kubebuilder:validation:Minimum=30
+	// +optional
+	ReadinessGracePeriodSeconds *int32 `json:"readinessGracePeriodSeconds,omitempty"`
 }
 
 // SandboxWarmPoolStatus is the observed state of a SandboxWarmPool.
@@ -43,6 +54,9 @@ type SandboxWarmPoolStatus struct {
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 	// +optional
 	Selector string `json:"selector,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // SandboxWarmPool keeps a number of Ready spare Sandboxes for claims to adopt.

@@ -1,13 +1,15 @@
 // Package clustertest shares one real control plane (etcd + kube-apiserver
-// with sandgate's CRDs) among the tests of a package and gives each test a
-// namespace of its own.
+// with the agent-sandbox CRDs, upstream's own under make test) among the
+// tests of a package and gives each test a namespace of its own.
 package clustertest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -50,22 +52,50 @@ func Main(m *testing.M, cp **controlplane.ControlPlane) int {
 }
 
 // Start starts a control plane configured from the environment:
-// KUBEBUILDER_ASSETS or SANDGATE_CACHE locate the binaries and
-// SANDGATE_CRD_DIR replaces the checked-in CRDs (manifests/crds).
+// KUBEBUILDER_ASSETS or SANDGATE_CACHE locate the binaries, and CRDs
+// chooses the CRDs. It logs to stderr which CRDs it applied.
 func Start(ctx context.Context) (*controlplane.ControlPlane, error) {
 	bins, err := controlplane.FindBinaries(os.Getenv("KUBEBUILDER_ASSETS"), controlplane.DefaultCacheDir(os.Getenv))
 	if err != nil {
 		return nil, err
 	}
-	crdDir := os.Getenv("SANDGATE_CRD_DIR")
-	if crdDir == "" {
-		root, err := ModuleRoot()
-		if err != nil {
-			return nil, err
-		}
-		crdDir = filepath.Join(root, "manifests", "crds")
+	crdDir, source, err := CRDs(os.Getenv)
+	if err != nil {
+		return nil, err
 	}
-	return controlplane.Start(ctx, controlplane.Options{Binaries: bins, CRDDir: crdDir})
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return controlplane.Start(ctx, controlplane.Options{Binaries: bins, CRDDir: crdDir, CRDSource: source, Logger: log})
+}
+
+// ErrNoUpstreamCRDs means CI runs the tests without upstream's CRDs.
+var ErrNoUpstreamCRDs = errors.New("AGENT_SANDBOX_CRDS is unset: set it to a directory of upstream agent-sandbox's CRD files " +
+	"(make test sets it, by default to ../shared/upstream/agent-sandbox-<AGENT_SANDBOX_OLDEST>/crds)")
+
+// CRDs returns the directory of the CRDs the API server gets, and its
+// label for the log: AGENT_SANDBOX_CRDS, upstream agent-sandbox's own CRD
+// files, so that every object a test writes is checked by upstream's
+// schema; unset, the CRDs generated from internal/sandboxapi
+// (manifests/crds), except under CI=true, where that is ErrNoUpstreamCRDs.
+func CRDs(getenv func(string) string) (dir, source string, err error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", "", err
+	}
+	generated := filepath.Join(root, "manifests", "crds")
+	dir = getenv("AGENT_SANDBOX_CRDS")
+	if dir == "" {
+		if getenv("CI") == "true" {
+			return "", "", ErrNoUpstreamCRDs
+		}
+		return generated, "generated", nil
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return "", "", fmt.Errorf("locate AGENT_SANDBOX_CRDS: %w", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", "", fmt.Errorf("AGENT_SANDBOX_CRDS=%s is not a directory", dir)
+	}
+	return dir, controlplane.CRDSourceOf(dir, generated), nil
 }
 
 // ModuleRoot finds the sandgate module's root directory from the working directory.

@@ -105,9 +105,15 @@ var envFuncs = []string{"Getenv", "LookupEnv", "Setenv", "getenv", "lookupEnv", 
 // name of a settings.Var.
 func goEnvLookups(t *testing.T) []string {
 	t.Helper()
+	return envLookups(t, repoFiles(t, "tools", "testdata", "bin", "artifacts"))
+}
+
+// envLookups is goEnvLookups over the .go files among paths.
+func envLookups(t *testing.T, paths []string) []string {
+	t.Helper()
 	var names []string
 	fset := token.NewFileSet()
-	for _, path := range repoFiles(t, "tools", "testdata", "bin", "artifacts") {
+	for _, path := range paths {
 		if !strings.HasSuffix(path, ".go") {
 			continue
 		}
@@ -143,4 +149,35 @@ func goEnvLookups(t *testing.T) []string {
 		})
 	}
 	return names
+}
+
+// harnessDirs hold the test harness every integration test starts its API
+// server through.
+var harnessDirs = []string{"internal/testing/clustertest"}
+
+// notHarnessSettings are names the harness reads that a person does not set.
+var notHarnessSettings = map[string]string{"CI": "set by CI systems; under CI=true a missing AGENT_SANDBOX_CRDS fails"}
+
+// TestHarnessSettings: every environment variable the test harness reads
+// (such as AGENT_SANDBOX_CRDS, the CRDs every test API server gets) is
+// named in the README, where the settings of make test are described.
+func TestHarnessSettings(t *testing.T) {
+	readme := pages(t)["README.md"]
+	found := 0
+	for _, dir := range harnessDirs {
+		paths, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = slices.DeleteFunc(paths, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
+		for _, n := range slices.Compact(slices.Sorted(slices.Values(envLookups(t, paths)))) {
+			found++
+			if _, ok := notHarnessSettings[n]; !ok && !strings.Contains(readme, "`"+n+"`") {
+				t.Errorf("%s reads %s; README.md does not name it (as `%s`)", dir, n, n)
+			}
+		}
+	}
+	if found == 0 {
+		t.Error("the harness reads no environment variable: is envLookups broken?")
+	}
 }
