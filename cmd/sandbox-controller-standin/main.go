@@ -37,6 +37,6 @@ func serve(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting the stand-in agent-sandbox controller", "namespaces", o.namespaces(), "cluster_domain", o.ClusterDomain)
+	log.Info("starting the stand-in agent-sandbox controller", "namespaces", o.namespaces(), "cluster_domain", o.ClusterDomain, "release", o.Release)
 	return ctrl.Run(ctx)
 }

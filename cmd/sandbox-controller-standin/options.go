@@ -28,6 +28,8 @@ type Options struct {
 	ClusterDomain string
 	// Workers is the number of reconcile workers.
 	Workers int
+	// Release is the agent-sandbox release to behave as.
+	Release string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 
@@ -36,7 +38,7 @@ type Options struct {
 
 // Defaults returns the settings before the environment and flags.
 func Defaults() Options {
-	return Options{ClusterDomain: controller.DefaultClusterDomain, Workers: 2, LogLevel: "info"}
+	return Options{ClusterDomain: controller.DefaultClusterDomain, Workers: 2, Release: string(controller.ReleaseV1), LogLevel: "info"}
 }
 
 func (o *Options) settings() []settings.Setting {
@@ -45,6 +47,7 @@ func (o *Options) settings() []settings.Setting {
 		settings.Var("namespace", "NAMESPACE", "comma-separated namespaces to watch; empty watches all", settings.String(&o.Namespaces)),
 		settings.Var("cluster-domain", "CLUSTER_DOMAIN", "cluster DNS domain that ends status.serviceFQDN", settings.String(&o.ClusterDomain)),
 		settings.Var("workers", "WORKERS", "reconcile workers", settings.Int(&o.Workers)),
+		settings.Var("release", "RELEASE", fmt.Sprintf("agent-sandbox release to behave as: %s, or %s for the v0.5 behaviour", controller.ReleaseV1, controller.ReleaseV05), settings.String(&o.Release)),
 		settings.Var("log-level", "LOG_LEVEL", "debug, info, warn or error", settings.String(&o.LogLevel)),
 	}
 }
@@ -68,8 +71,11 @@ controller (internal/testing/sim/controller) run against a real cluster, for tes
 clusters only. It reconciles Sandboxes, SandboxClaims and SandboxWarmPools
 (agents.x-k8s.io and extensions.agents.x-k8s.io v1beta1; the CRDs are in
 manifests/crds), creates pods without a node for the kube-scheduler to
-place, and stops on SIGINT or SIGTERM. Install the real controller for
-anything else. Every flag can also be set by the environment variable in
+place, and stops on SIGINT or SIGTERM. It behaves as agent-sandbox v1.0.13
+unless --release v0.5.6 asks for v0.5.6's visible behaviour (the pod-name
+annotation written, PodScheduled and Finished removed with the pod, Ready read
+from a terminating pod, invalid objects retried). Install the real controller
+for anything else. Every flag can also be set by the environment variable in
 brackets; flags win.
 
 `)
@@ -85,7 +91,7 @@ func (o Options) namespaces() []string { return settings.SplitList(o.Namespaces)
 func (o Options) controllerOptions(kube kubernetes.Interface, sb *sandboxapi.Client, log *slog.Logger) controller.Options {
 	return controller.Options{
 		Client: kube, Sandboxes: sb, Namespaces: o.namespaces(),
-		ClusterDomain: o.ClusterDomain, Workers: o.Workers,
+		ClusterDomain: o.ClusterDomain, Workers: o.Workers, Release: controller.Release(o.Release),
 		LeaveScheduling: true, Logger: log,
 	}
 }
@@ -103,6 +109,9 @@ func (o Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("WORKERS %d must be at least 1", o.Workers))
+	}
+	if err := controller.Release(o.Release).Check(); err != nil {
+		errs = append(errs, fmt.Errorf("RELEASE: %w", err))
 	}
 	if _, err := settings.Level(o.LogLevel); err != nil {
 		errs = append(errs, err)

@@ -62,6 +62,7 @@ type config struct {
 	userDomain   string // parent of the user origins in subdomain routing
 	tempParent   string
 	delays       controller.Delays
+	release      string // the stand-in controller's agent-sandbox release
 	logMaxSize   int64
 	logLevel     slog.Level
 	readyTimeout time.Duration
@@ -84,6 +85,7 @@ func defaults(getenv func(string) string) config {
 		routingMode:  string(userorigin.Path),
 		userDomain:   "localhost",
 		delays:       controller.Delays{WarmAdoption: time.Second, ColdStart: 3 * time.Second, Resume: 2 * time.Second},
+		release:      string(controller.ReleaseV1),
 		logMaxSize:   10 << 20,
 		logLevel:     slog.LevelWarn,
 		readyTimeout: time.Minute,
@@ -102,6 +104,9 @@ func (c config) validate() error {
 	}
 	if c.delays.WarmAdoption < 0 || c.delays.ColdStart < 0 || c.delays.Resume < 0 {
 		errs = append(errs, errors.New("delays must not be negative"))
+	}
+	if err := controller.Release(c.release).Check(); err != nil {
+		errs = append(errs, fmt.Errorf("--agent-sandbox-release: %w", err))
 	}
 	if c.logMaxSize < 1024 {
 		errs = append(errs, errors.New("--log-max-size must be at least 1024"))
@@ -165,6 +170,7 @@ Flags:
 	fs.DurationVar(&c.delays.WarmAdoption, "warm-delay", c.delays.WarmAdoption, "simulated time to adopt a warm spare")
 	fs.DurationVar(&c.delays.ColdStart, "cold-delay", c.delays.ColdStart, "simulated time to start a new sandbox's pod")
 	fs.DurationVar(&c.delays.Resume, "resume-delay", c.delays.Resume, "simulated time to resume a suspended sandbox")
+	fs.StringVar(&c.release, "agent-sandbox-release", c.release, fmt.Sprintf("agent-sandbox release the stand-in controller behaves as: %s, or %s", controller.ReleaseV1, controller.ReleaseV05))
 	fs.Int64Var(&c.logMaxSize, "log-max-size", c.logMaxSize, "container log size that triggers rotation, in bytes")
 	fs.TextVar(&c.logLevel, "log-level", c.logLevel, "level of the JSON logs on stderr (debug, info, warn, error)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", c.readyTimeout, "how long to wait for the warm pool's spares")
@@ -235,11 +241,11 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 		return fmt.Errorf("create namespace: %w", err)
 	}
 
-	fmt.Fprintf(stdout, ">> starting the simulated cluster (%d nodes)\n", cfg.nodes)
+	fmt.Fprintf(stdout, ">> starting the simulated cluster (%d nodes, agent-sandbox %s stand-in)\n", cfg.nodes, cfg.release)
 	sim, err := cluster.Start(ctx, cluster.Options{
 		Config: restCfg, Namespaces: []string{cfg.namespace}, Nodes: cfg.nodes,
 		LogDir: filepath.Join(tmp, "logs"), DataDir: filepath.Join(tmp, "volumes"),
-		Delays: cfg.delays, LogMaxSize: cfg.logMaxSize, Logger: logger,
+		Delays: cfg.delays, Release: controller.Release(cfg.release), LogMaxSize: cfg.logMaxSize, Logger: logger,
 	})
 	if err != nil {
 		return err

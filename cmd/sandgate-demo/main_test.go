@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 )
 
 func noEnv(string) string { return "" }
@@ -20,12 +21,14 @@ func TestFlags(t *testing.T) {
 		"--manifests", filepath.Join(root, "manifests", "sandbox"), "--crds", filepath.Join(root, "manifests", "crds"),
 		"--authapi-manifests", filepath.Join(root, "manifests", "authapi"), "--nodeproxy-manifests", filepath.Join(root, "manifests", "daemonset"),
 		"--nodes", "3", "--warm-delay", "250ms", "--log-level", "debug", "--http-port", "9000",
+		"--agent-sandbox-release", "v0.5.6",
 	}, noEnv, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "sandgate" ||
-		cfg.httpPort != 9000 || cfg.httpHost != "127.0.0.1" || cfg.authReplicas != 2 || cfg.binDir != "bin" {
+		cfg.httpPort != 9000 || cfg.httpHost != "127.0.0.1" || cfg.authReplicas != 2 || cfg.binDir != "bin" ||
+		cfg.release != string(controller.ReleaseV05) {
 		t.Errorf("config %+v", cfg)
 	}
 
@@ -34,8 +37,8 @@ func TestFlags(t *testing.T) {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
 	_, err = parseFlags([]string{"--nodes", "0", "--manifests", "/nonexistent", "--cold-delay", "-1s",
-		"--authapi-replicas", "0", "--http-port", "0", "--http-host", ""}, noEnv, &bytes.Buffer{})
-	for _, want := range []string{"--nodes", "--manifests", "delays", "--authapi-replicas", "--http-port", "--http-host", "--authapi-manifests"} {
+		"--authapi-replicas", "0", "--http-port", "0", "--http-host", "", "--agent-sandbox-release", "v2"}, noEnv, &bytes.Buffer{})
+	for _, want := range []string{"--nodes", "--manifests", "delays", "--authapi-replicas", "--http-port", "--http-host", "--authapi-manifests", "--agent-sandbox-release"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validation error %v does not mention %s", err, want)
 		}

@@ -17,8 +17,14 @@ import (
 )
 
 func TestClaimAdoptsWarmSpare(t *testing.T) {
+	for _, release := range controller.Releases() {
+		t.Run(string(release), func(t *testing.T) { testClaimAdoptsWarmSpare(t, release) })
+	}
+}
+
+func testClaimAdoptsWarmSpare(t *testing.T, release controller.Release) {
 	const adoption = 400 * time.Millisecond
-	e := start(t, 2, controller.Delays{WarmAdoption: adoption})
+	e := simtest.Start(t, testkit.ControlPlane(t), simtest.Options{Replicas: 2, Delays: controller.Delays{WarmAdoption: adoption}, Release: release})
 	e.WaitPool(2)
 	spares, err := e.SB.Sandboxes(e.NS).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -82,6 +88,10 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 		if pod.Labels[agents.LabelSandboxNameHash] != controller.NameHash(name) {
 			return fmt.Sprintf("pod hash label %v", pod.Labels)
 		}
+		// v1.0 labels the pod with its claim's UID too (PR 1422).
+		if uid, ok := pod.Labels[agents.LabelClaimUID]; ok != (release == controller.ReleaseV1) || ok && uid != string(claim.UID) {
+			return fmt.Sprintf("pod claim-uid label %q (present %v) in %s", uid, ok, release)
+		}
 		if ref := metav1.GetControllerOf(pod); ref == nil || ref.Kind != "Sandbox" || ref.UID != sb.UID {
 			return fmt.Sprintf("pod controller %+v", ref)
 		}
@@ -90,8 +100,10 @@ func TestClaimAdoptsWarmSpare(t *testing.T) {
 		}
 		return ""
 	})
-	if sb.Annotations[agents.AnnotationPodName] != name {
-		t.Errorf("pod-name annotation %q", sb.Annotations[agents.AnnotationPodName])
+	// v0.5.6 names the pod in an annotation; v1.0 never writes it.
+	podName, annotated := sb.Annotations[agents.AnnotationPodName]
+	if release == controller.ReleaseV05 && podName != name || release == controller.ReleaseV1 && annotated {
+		t.Errorf("%s: pod-name annotation %q (present %v)", release, podName, annotated)
 	}
 
 	// The pool replenishes with a new spare.

@@ -49,6 +49,9 @@ type Options struct {
 	DataDir string
 	// Delays slow down warm adoption, cold start and resume.
 	Delays controller.Delays
+	// Release is the agent-sandbox release the controller behaves as;
+	// empty means controller.ReleaseV1.
+	Release controller.Release
 	// LogMaxSize and LogMaxFiles set container log rotation; zero means
 	// the kubelet's defaults (10 MiB, 5 files).
 	LogMaxSize  int64
@@ -105,7 +108,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	nodeLabels := map[string]string{NodeLabel: o.Name}
 	ctrl, err := controller.New(controller.Options{
 		Client: core, Sandboxes: sandboxes, Namespaces: o.Namespaces,
-		NodeSelector: nodeLabels, Delays: o.Delays, Logger: logger,
+		NodeSelector: nodeLabels, Delays: o.Delays, Release: o.Release, Logger: logger,
 	})
 	if err != nil {
 		return nil, err

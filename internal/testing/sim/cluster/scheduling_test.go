@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +41,8 @@ func TestLeaveScheduling(t *testing.T) {
 }
 
 // leftUnscheduled returns "" once the pool's Sandbox has its pod, without
-// a node, and says the pod is not Ready yet; else what is missing.
+// a node, and reports it Pending and not yet scheduled; else what is
+// missing.
 func leftUnscheduled(t *testing.T, core kubernetes.Interface, sb *sandboxapi.Client, ns string) string {
 	boxes, err := sb.Sandboxes(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil || len(boxes.Items) != 1 {
@@ -54,8 +56,13 @@ func leftUnscheduled(t *testing.T, core kubernetes.Interface, sb *sandboxapi.Cli
 	if pod.Spec.NodeName != "" {
 		t.Fatalf("pod placed on %q; the scheduler should place it", pod.Spec.NodeName)
 	}
-	if ready := simtest.Condition(box.Status.Conditions, agents.ConditionReady); ready.Message != "Pod is not Ready" {
-		return fmt.Sprintf("Sandbox Ready condition %+v, want the pod reported not Ready", ready)
+	ready := simtest.Condition(box.Status.Conditions, agents.ConditionReady)
+	if ready.Reason != agents.ReasonDependenciesNotReady || !strings.HasPrefix(ready.Message, "Pod exists with phase: Pending") {
+		return fmt.Sprintf("Sandbox Ready condition %+v, want the pod reported Pending", ready)
+	}
+	// No scheduler runs here: the pod never reports PodScheduled.
+	if s := simtest.Condition(box.Status.Conditions, agents.ConditionPodScheduled); s.Status != metav1.ConditionUnknown || s.Reason != agents.ReasonPodSchedulingUnknown {
+		return fmt.Sprintf("Sandbox PodScheduled condition %+v, want Unknown/PodSchedulingUnknown", s)
 	}
 	return ""
 }

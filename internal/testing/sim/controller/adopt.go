@@ -73,6 +73,11 @@ func (c *Controller) adopt(ctx context.Context, claim *extensions.SandboxClaim, 
 	delete(sb.Spec.PodTemplate.Metadata.Labels, agents.LabelWarmPoolSandbox)
 	mergePodMetadata(&sb.Spec.PodTemplate.Metadata, claim.Spec.AdditionalPodMetadata)
 	setController(sb, claimRef(claim))
+	if c.opts.Release == ReleaseV05 {
+		// v0.5.6 records the pod's name before the adopted Sandbox can be
+		// seen Ready (upstream sandboxclaim_controller.go completeAdoption).
+		mergeInto(&sb.Annotations, map[string]string{agents.AnnotationPodName: sb.Name})
+	}
 	updated, err := c.opts.Sandboxes.Sandboxes(sb.Namespace).Update(ctx, sb, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("adopt sandbox %s: %w", sb.Name, err)
@@ -88,15 +93,7 @@ func (c *Controller) createCold(ctx context.Context, claim *extensions.SandboxCl
 	sb.Labels[agents.LabelClaimUID] = string(claim.UID)
 	sb.OwnerReferences = []metav1.OwnerReference{claimRef(claim)}
 	mergePodMetadata(&sb.Spec.PodTemplate.Metadata, claim.Spec.AdditionalPodMetadata)
-	if len(claim.Spec.Env) > 0 {
-		for i := range sb.Spec.PodTemplate.Spec.Containers {
-			ctr := &sb.Spec.PodTemplate.Spec.Containers[i]
-			ctr.Env = append(ctr.Env, claim.Spec.Env...)
-		}
-	}
-	if tmpl.Spec.VolumeClaimTemplatesPolicy == extensions.InjectionAllowed {
-		sb.Spec.VolumeClaimTemplates = append(sb.Spec.VolumeClaimTemplates, claim.Spec.VolumeClaimTemplates...)
-	}
+	inject(sb, claim) // checkInjection has passed
 	client := c.opts.Sandboxes.Sandboxes(claim.Namespace)
 	created, err := client.Create(ctx, sb, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

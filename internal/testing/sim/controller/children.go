@@ -19,14 +19,18 @@ import (
 var errNoNode = errors.New("no schedulable node")
 
 // buildPod is the pod a Sandbox runs: named after it, labelled with its
-// name hash, controlled by it, with one volume per volumeClaimTemplate.
-func buildPod(sb *agents.Sandbox) *corev1.Pod {
+// name hash (and, from v1.0, its claim's UID), controlled by it, with one
+// volume per volumeClaimTemplate.
+func (c *Controller) buildPod(sb *agents.Sandbox) *corev1.Pod {
 	tmpl := sb.Spec.PodTemplate
 	lbls := maps.Clone(tmpl.Metadata.Labels)
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
 	lbls[agents.LabelSandboxNameHash] = NameHash(sb.Name)
+	if uid := sb.Labels[agents.LabelClaimUID]; uid != "" && c.opts.Release == ReleaseV1 {
+		lbls[agents.LabelClaimUID] = uid
+	}
 	spec := tmpl.Spec.DeepCopy()
 	for _, t := range sb.Spec.VolumeClaimTemplates {
 		vol := corev1.Volume{Name: t.Metadata.Name, VolumeSource: corev1.VolumeSource{
@@ -86,10 +90,15 @@ func (c *Controller) ensureVolumeClaims(ctx context.Context, s *scope, sb *agent
 	return nil
 }
 
-// ensureService creates the headless Service of a Sandbox with
-// spec.service true and reports whether the Sandbox has one.
+// wantsService reports whether a Sandbox asks for a headless Service.
+func wantsService(sb *agents.Sandbox) bool { return sb.Spec.Service != nil && *sb.Spec.Service }
+
+// ensureService creates the headless Service, named after the Sandbox, of
+// a Sandbox with spec.service true and reports whether the Sandbox has
+// one. A name that is not a DNS-1035 label (longer than 63 characters, or
+// with a dot) is the API server's to reject.
 func (c *Controller) ensureService(ctx context.Context, s *scope, sb *agents.Sandbox) (bool, error) {
-	if sb.Spec.Service == nil || !*sb.Spec.Service {
+	if !wantsService(sb) {
 		return false, nil
 	}
 	if existing := s.service(sb.Namespace, sb.Name); existing != nil {

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -51,6 +52,9 @@ func (c *Controller) syncClaim(ctx context.Context, s *scope, ns, name string) (
 // bind finds or makes the claim's Sandbox.
 func (c *Controller) bind(ctx context.Context, s *scope, claim *extensions.SandboxClaim) (claimResult, error) {
 	ns := claim.Namespace
+	if r := checkMetadata(claim.Spec.AdditionalPodMetadata); r.reason != "" {
+		return claimResult{reason: r.reason, message: r.message}, nil
+	}
 	if name := boundName(claim); name != "" {
 		sb := s.sandbox(ns, name)
 		if sb == nil || !controlledBy(sb, claim.UID) {
@@ -82,9 +86,8 @@ func (c *Controller) bind(ctx context.Context, s *scope, claim *extensions.Sandb
 		return claimResult{reason: agents.ReasonReconcilerError,
 			message: "SandboxTemplate " + pool.Spec.SandboxTemplateRef.Name + " not found"}, nil
 	}
-	if len(claim.Spec.Env) > 0 && tmpl.Spec.EnvVarsInjectionPolicy != extensions.InjectionAllowed {
-		return claimResult{reason: extensions.ReasonEnvVarsInjectionRejected,
-			message: "SandboxTemplate " + tmpl.Name + " does not allow env var injection"}, nil
+	if r := checkInjection(claim, tmpl); r.reason != "" {
+		return claimResult{reason: r.reason, message: r.message}, nil
 	}
 	// A spare's pod is already running, so claims that change its env or
 	// volumes start cold.
@@ -147,9 +150,17 @@ func (c *Controller) writeClaimStatus(ctx context.Context, claim *extensions.San
 			setCondition(&st.Conditions, gen, agents.ConditionReady, metav1.ConditionFalse,
 				agents.ReasonDependenciesNotReady, "Sandbox has no status yet")
 		}
+		// Finished is the Sandbox's, as it is (upstream
+		// sandboxclaim_controller.go syncFinishedCondition).
+		if f := findCondition(sb.Status.Conditions, agents.ConditionFinished); f != nil {
+			meta.SetStatusCondition(&st.Conditions, *f)
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, agents.ConditionFinished)
+		}
 	} else {
 		st.Sandbox.PodIPs = nil
 		setCondition(&st.Conditions, gen, agents.ConditionReady, metav1.ConditionFalse, res.reason, res.message)
+		meta.RemoveStatusCondition(&st.Conditions, agents.ConditionFinished)
 	}
 	if equality.Semantic.DeepEqual(claim.Status, want.Status) {
 		return nil

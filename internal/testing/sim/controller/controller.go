@@ -53,7 +53,24 @@ type Controller struct {
 	ready  chan struct{}
 
 	mu      sync.Mutex
-	waiting map[types.UID]time.Time // since when an object waits for a delay
+	waiting map[types.UID]wait // objects waiting for a delay
+	// rejected holds, by Sandbox, the generation the API server rejected
+	// an object of for good (v1.0.13): the status says so too, but the
+	// cache may not show it to the next pass yet.
+	rejected map[types.UID]rejection
+}
+
+// rejection is a permanent rejection of a Sandbox's generation.
+type rejection struct {
+	generation int64
+	message    string
+}
+
+// wait is a delay an object waits out: from since, for delay, fixed when
+// the wait starts.
+type wait struct {
+	since time.Time
+	delay time.Duration
 }
 
 // New checks opts and builds the informers; Run starts them.
@@ -68,9 +85,10 @@ func New(opts Options) (*Controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[item](5*time.Millisecond, 2*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[item]{Name: "sim-controller"}),
-		scopes:  map[string]*scope{},
-		ready:   make(chan struct{}),
-		waiting: map[types.UID]time.Time{},
+		scopes:   map[string]*scope{},
+		ready:    make(chan struct{}),
+		waiting:  map[types.UID]wait{},
+		rejected: map[types.UID]rejection{},
 	}
 	namespaces := opts.Namespaces
 	if len(namespaces) == 0 {
@@ -188,16 +206,43 @@ func (c *Controller) reconcile(ctx context.Context, it item) (time.Duration, err
 	return 0, nil
 }
 
-// waitLeft starts (once) a delay for uid and returns what is left of it.
+// waitLeft starts (once) a delay for uid and returns what is left of it;
+// the delay of the first call holds until doneWaiting.
 func (c *Controller) waitLeft(uid types.UID, delay time.Duration) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	since, ok := c.waiting[uid]
+	w, ok := c.waiting[uid]
 	if !ok {
-		since = time.Now()
-		c.waiting[uid] = since
+		w = wait{since: time.Now(), delay: delay}
+		c.waiting[uid] = w
 	}
-	return time.Until(since.Add(delay))
+	return time.Until(w.since.Add(w.delay))
+}
+
+// reject records that the API server rejected generation of Sandbox uid.
+func (c *Controller) reject(uid types.UID, generation int64, message string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rejected[uid] = rejection{generation, message}
+}
+
+// rejectedAt returns the message of a rejection of generation of Sandbox
+// uid, or "".
+func (c *Controller) rejectedAt(uid types.UID, generation int64) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.rejected[uid]; ok && r.generation == generation {
+		return r.message
+	}
+	return ""
+}
+
+// forget drops what the controller remembers of a deleted object.
+func (c *Controller) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.waiting, uid)
+	delete(c.rejected, uid)
 }
 
 // doneWaiting forgets the delay of uid.

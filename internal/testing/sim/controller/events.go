@@ -67,7 +67,7 @@ func (c *Controller) watch(s *scope) error {
 	return errors.Join(
 		add(s.sandboxes, func(o metav1.Object, deleted bool) {
 			if deleted {
-				c.doneWaiting(o.GetUID())
+				c.forget(o.GetUID())
 			}
 			c.enqueue(sandboxItem, o)
 			c.enqueueOwner(o)

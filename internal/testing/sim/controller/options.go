@@ -29,6 +29,31 @@ type Delays struct {
 // DefaultClusterDomain is the DNS domain of status.serviceFQDN.
 const DefaultClusterDomain = "cluster.local"
 
+// Release names the agent-sandbox release whose visible behaviour the
+// stand-in follows (see the package doc for what differs).
+type Release string
+
+// The releases the stand-in models.
+const (
+	// ReleaseV1 is the newest release, v1.0.13: the default.
+	ReleaseV1 Release = "v1.0.13"
+	// ReleaseV05 is v0.5.6, the oldest release the platform supports.
+	ReleaseV05 Release = "v0.5.6"
+)
+
+// Releases are the releases the stand-in models, newest first.
+func Releases() []Release { return []Release{ReleaseV1, ReleaseV05} }
+
+// Check reports whether r is a release the stand-in models; empty means
+// ReleaseV1. It is the one rule every setting of a release goes through.
+func (r Release) Check() error {
+	switch r {
+	case "", ReleaseV1, ReleaseV05:
+		return nil
+	}
+	return fmt.Errorf("agent-sandbox release %q is not one the stand-in models (%s or %s)", string(r), ReleaseV1, ReleaseV05)
+}
+
 // Options configures a Controller.
 type Options struct {
 	// Client reaches the core API (pods, volume claims, services, nodes).
@@ -52,6 +77,9 @@ type Options struct {
 	Workers int
 	// ClusterDomain ends status.serviceFQDN; empty means cluster.local.
 	ClusterDomain string
+	// Release is the agent-sandbox release to behave as; empty means
+	// ReleaseV1.
+	Release Release
 	// Logger receives the controller's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -79,12 +107,16 @@ func (o Options) Validate() error {
 			errs = append(errs, errors.New("an empty namespace in a namespace list"))
 		}
 	}
+	if err := o.Release.Check(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
 func (o Options) withDefaults() Options {
 	defaults.Set(&o.Workers, 2)
 	defaults.Set(&o.ClusterDomain, DefaultClusterDomain)
+	defaults.Set(&o.Release, ReleaseV1)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	return o
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,13 @@ type sandboxView struct {
 	waiting    time.Duration // left of a start delay
 	noNode     bool          // no node to place the pod on
 	hasService bool
+	// invalid is the API server's message when it permanently rejected
+	// an object derived from the Sandbox (v1.0.4+: InvalidConfiguration,
+	// not retried until the spec changes).
+	invalid string
+	// failure is why an object could not be made this pass: reported as
+	// ReconcilerError and retried with backoff.
+	failure error
 }
 
 // pod is the Sandbox's one pod, if exactly one exists.
@@ -38,7 +46,7 @@ func (v *sandboxView) pod() *corev1.Pod {
 	return nil
 }
 
-// syncSandbox makes a Sandbox's volumes, Service and pod match its spec,
+// syncSandbox makes a Sandbox's volumes, pod and Service match its spec,
 // and reports what it sees in its status.
 func (c *Controller) syncSandbox(ctx context.Context, s *scope, ns, name string) (time.Duration, error) {
 	cached := s.sandbox(ns, name)
@@ -46,37 +54,87 @@ func (c *Controller) syncSandbox(ctx context.Context, s *scope, ns, name string)
 		return 0, err
 	}
 	sb := cached.DeepCopy()
-	if err := c.ensureVolumeClaims(ctx, s, sb); err != nil {
-		return 0, err
-	}
-	v := &sandboxView{}
-	var err error
-	if v.hasService, err = c.ensureService(ctx, s, sb); err != nil {
-		return 0, err
-	}
+	v := &sandboxView{invalid: c.knownInvalid(sb)}
 	for _, p := range s.ownedPods(ns, name) {
 		if controlledBy(p, sb.UID) {
 			v.pods = append(v.pods, p)
 		}
 	}
-	if operatingMode(sb) == agents.OperatingModeRunning {
-		err = c.runPod(ctx, s, sb, v)
-	} else {
-		err = c.stopPods(ctx, v.pods)
-	}
-	if err != nil {
-		return 0, err
+	err := c.reconcileChildren(ctx, s, sb, v)
+	switch {
+	case err == nil:
+	case errors.Is(err, errRetry):
+		return 0, err // the cache lags: look again before reporting
+	case c.opts.Release == ReleaseV1 && apierrors.IsInvalid(err):
+		v.invalid = apiMessage(err)
+		c.reject(sb.UID, sb.Generation, v.invalid)
+		c.log.Warn("invalid configuration, not retried until the spec changes",
+			"namespace", ns, "sandbox", name, "error", err)
+	default:
+		v.failure = err
 	}
 	if err := c.writeSandbox(ctx, cached, sb, v); err != nil {
 		return 0, err
 	}
 	switch {
+	case v.failure != nil:
+		return 0, v.failure
 	case v.waiting > 0:
 		return v.waiting, nil
 	case v.noNode:
 		return noNodeRetry, nil
 	}
 	return 0, nil
+}
+
+// knownInvalid is the message of an earlier permanent rejection for this
+// generation (v1.0.13 only), else "": the controller then makes nothing
+// until the spec changes. It remembers the rejection, and reads it from
+// the status after a restart.
+func (c *Controller) knownInvalid(sb *agents.Sandbox) string {
+	if c.opts.Release != ReleaseV1 {
+		return ""
+	}
+	if msg := c.rejectedAt(sb.UID, sb.Generation); msg != "" {
+		return msg
+	}
+	r := findCondition(sb.Status.Conditions, agents.ConditionReady)
+	if r == nil || r.Reason != agents.ReasonInvalidConfiguration || r.ObservedGeneration != sb.Generation {
+		return ""
+	}
+	return r.Message
+}
+
+// apiMessage is the API server's own message in err.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// reconcileChildren makes the Sandbox's volume claims, then its pod (or,
+// suspended, deletes it), then its Service, in upstream's order: a
+// rejected Service does not stop the pod, missing volume claims do.
+// Nothing is made while the configuration is known invalid or more than
+// one pod is owned (upstream refuses to choose, and leaves the Service).
+func (c *Controller) reconcileChildren(ctx context.Context, s *scope, sb *agents.Sandbox, v *sandboxView) error {
+	if v.invalid != "" || len(v.pods) > 1 {
+		v.hasService = wantsService(sb) && s.ownedService(sb) != nil
+		return nil
+	}
+	err := c.ensureVolumeClaims(ctx, s, sb)
+	if err == nil {
+		if operatingMode(sb) == agents.OperatingModeRunning {
+			err = c.runPod(ctx, s, sb, v)
+		} else {
+			err = c.stopPods(ctx, v.pods)
+		}
+	}
+	var serviceErr error
+	v.hasService, serviceErr = c.ensureService(ctx, s, sb)
+	return errors.Join(err, serviceErr)
 }
 
 // runPod creates the pod once its start delay has passed, or brings the
@@ -87,17 +145,17 @@ func (c *Controller) runPod(ctx context.Context, s *scope, sb *agents.Sandbox, v
 		if p := v.pod(); p != nil && p.DeletionTimestamp == nil {
 			return c.syncPodMetadata(ctx, sb, p)
 		}
-		return nil // several pods, or the suspended one still terminating
+		return nil // the suspended pod still terminating
 	}
 	delay := c.opts.Delays.ColdStart
-	if findCondition(sb.Status.Conditions, agents.ConditionSuspended) != nil {
+	if resuming(sb) {
 		delay = c.opts.Delays.Resume
 	}
 	if left := c.waitLeft(sb.UID, delay); left > 0 {
 		v.waiting = left
 		return nil
 	}
-	pod := buildPod(sb)
+	pod := c.buildPod(sb)
 	if !c.opts.LeaveScheduling {
 		node, err := c.pickNode(pod)
 		if err != nil {
@@ -117,6 +175,13 @@ func (c *Controller) runPod(ctx context.Context, s *scope, sb *agents.Sandbox, v
 	c.log.Info("pod created", "namespace", sb.Namespace, "sandbox", sb.Name, "node", created.Spec.NodeName)
 	v.created = created
 	return nil
+}
+
+// resuming reports whether a Running Sandbox without a pod comes back
+// from a suspend: its last status still says suspended.
+func resuming(sb *agents.Sandbox) bool {
+	s := findCondition(sb.Status.Conditions, agents.ConditionSuspended)
+	return s != nil && s.Reason != agents.ReasonNotSuspended
 }
 
 // stopPods deletes the Sandbox's pods for a suspend; the simulated
@@ -141,7 +206,7 @@ func (c *Controller) stopPods(ctx context.Context, pods []*corev1.Pod) error {
 // the pod template: at adoption the pool label goes and the claim's
 // additionalPodMetadata arrives.
 func (c *Controller) syncPodMetadata(ctx context.Context, sb *agents.Sandbox, pod *corev1.Pod) error {
-	want := buildPod(sb).ObjectMeta
+	want := c.buildPod(sb).ObjectMeta
 	patch := map[string]map[string]any{"labels": {}, "annotations": {}}
 	for k, v := range want.Labels {
 		if pod.Labels[k] != v {
@@ -178,16 +243,10 @@ func (c *Controller) syncPodMetadata(ctx context.Context, sb *agents.Sandbox, po
 // changed.
 func (c *Controller) writeSandbox(ctx context.Context, cached, sb *agents.Sandbox, v *sandboxView) error {
 	client := c.opts.Sandboxes.Sandboxes(sb.Namespace)
-	wantPodName := ""
-	if p := v.pod(); p != nil {
-		wantPodName = p.Name
-	} else if len(v.pods) > 0 {
-		wantPodName = cached.Annotations[agents.AnnotationPodName]
-	}
-	if cached.Annotations[agents.AnnotationPodName] != wantPodName {
+	if want := c.podNameAnnotation(cached, v); cached.Annotations[agents.AnnotationPodName] != want {
 		var value any
-		if wantPodName != "" {
-			value = wantPodName
+		if want != "" {
+			value = want
 		}
 		body, err := json.Marshal(map[string]any{"metadata": map[string]any{
 			"resourceVersion": cached.ResourceVersion,
@@ -211,4 +270,21 @@ func (c *Controller) writeSandbox(ctx context.Context, cached, sb *agents.Sandbo
 		return fmt.Errorf("update sandbox status: %w", err)
 	}
 	return nil
+}
+
+// podNameAnnotation is the value agents.x-k8s.io/pod-name should have:
+// v0.5.6 writes the current pod's name; v1.0.13 never writes it but, like
+// v0.5.6, clears a value that no longer names the owned pod. With several
+// pods the value stays.
+func (c *Controller) podNameAnnotation(cached *agents.Sandbox, v *sandboxView) string {
+	current := cached.Annotations[agents.AnnotationPodName]
+	switch p := v.pod(); {
+	case p != nil && c.opts.Release == ReleaseV05:
+		return p.Name
+	case p != nil && current == p.Name:
+		return current
+	case p == nil && len(v.pods) > 1:
+		return current
+	}
+	return ""
 }

@@ -151,6 +151,15 @@ func (s *scope) service(ns, name string) *corev1.Service {
 	return get[corev1.Service](s.services, ns, name)
 }
 
+// ownedService is the Sandbox's Service from the cache, if this
+// incarnation of the Sandbox controls it.
+func (s *scope) ownedService(sb *agents.Sandbox) *corev1.Service {
+	if svc := s.service(sb.Namespace, sb.Name); svc != nil && controlledBy(svc, sb.UID) {
+		return svc
+	}
+	return nil
+}
+
 // ownedPods are the pods whose controller is the Sandbox ns/name, of any
 // incarnation; callers check the UID.
 func (s *scope) ownedPods(ns, name string) []*corev1.Pod {

@@ -57,8 +57,9 @@ func (c *Controller) syncPool(ctx context.Context, s *scope, ns, name string) (t
 	}
 
 	status := extensions.SandboxWarmPoolStatus{
-		Replicas: int32(len(spares)),
-		Selector: agents.LabelWarmPoolSandbox + "=" + NameHash(pool.Name),
+		Replicas:           int32(len(spares)),
+		Selector:           agents.LabelWarmPoolSandbox + "=" + NameHash(pool.Name),
+		ObservedGeneration: pool.Generation,
 	}
 	for _, sb := range spares {
 		if meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady) {

@@ -47,6 +47,9 @@ type Options struct {
 	Delays   controller.Delays
 	// TrustedHosts is the pods' DSH_TRUSTED_HOSTS value.
 	TrustedHosts string
+	// Release is the agent-sandbox release the stand-in controller
+	// behaves as; empty means controller.ReleaseV1.
+	Release controller.Release
 }
 
 // Start creates a namespace, starts a 2-node simulated cluster watching it,
@@ -57,7 +60,7 @@ func Start(t *testing.T, cp *controlplane.ControlPlane, o Options) *Env {
 	dir := t.TempDir()
 	c, err := cluster.Start(t.Context(), cluster.Options{
 		Config: cp.AdminConfig(), Name: ns, Namespaces: []string{ns}, Nodes: 2,
-		LogDir: filepath.Join(dir, "logs"), DataDir: filepath.Join(dir, "data"), Delays: o.Delays,
+		LogDir: filepath.Join(dir, "logs"), DataDir: filepath.Join(dir, "data"), Delays: o.Delays, Release: o.Release,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
