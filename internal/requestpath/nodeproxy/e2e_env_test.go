@@ -25,6 +25,7 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/testing/logbuf"
 	"github.com/sandgate/sandgate/internal/testing/platformtest"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 	"github.com/sandgate/sandgate/internal/userorigin"
@@ -73,6 +74,9 @@ type platformOptions struct {
 	// Subdomain runs the auth API and the node proxies in subdomain
 	// routing: user origins <user>.e2eUserDomain, main origin testHost.
 	Subdomain bool
+	// Release is the agent-sandbox release the controller stand-in
+	// behaves as; empty is the recommended one.
+	Release controller.Release
 }
 
 // Helpers shared with the package's internal tests (export_test.go).
@@ -164,7 +168,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 // replica's sweeper is held apart and never runs.
 func (p *platform) options(o platformOptions) platformtest.Options {
 	po := platformtest.Options{
-		Sim:                simtest.Options{Replicas: 2, TrustedHosts: testHost},
+		Sim:                simtest.Options{Replicas: 2, TrustedHosts: testHost, Release: o.Release},
 		AuthWakeTimeout:    20 * time.Second,
 		AuthClock:          p.authClock.Now,
 		HopKey:             nodeproxy.TestHopKey,

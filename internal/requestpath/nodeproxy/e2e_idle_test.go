@@ -22,6 +22,7 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/testing/platformtest"
+	"github.com/sandgate/sandgate/internal/testing/sim/controller"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -32,9 +33,17 @@ const e2eSuspendBound = platformtest.IdleTimeout + 2*platformtest.ReportInterval
 
 // TestE2EIdle runs the must-show list of the idle-suspend issue on the
 // real API server, the simulated two-node cluster, two auth API replicas
-// with leader-elected sweepers and two node proxies reporting activity.
+// with leader-elected sweepers and two node proxies reporting activity,
+// once with the controller stand-in of each agent-sandbox release sandgate
+// supports (v1.0.13: no pod-name annotation; v0.5.6: the annotation).
 func TestE2EIdle(t *testing.T) {
-	p := startPlatformWith(t, platformOptions{Idle: true})
+	for _, r := range controller.Releases() {
+		t.Run(string(r), func(t *testing.T) { e2eIdle(t, r) })
+	}
+}
+
+func e2eIdle(t *testing.T, release controller.Release) {
+	p := startPlatformWith(t, platformOptions{Idle: true, Release: release})
 	testkit.Eventually(t, "a sweeper leader", func() bool {
 		for _, s := range p.sweepers {
 			if s.Leading() {
@@ -47,6 +56,13 @@ func TestE2EIdle(t *testing.T) {
 	carolCookie := map[string]string{"Cookie": cookie(carol.session)}
 	lastUse := time.Now() // signup's last request has been answered
 	sandbox := p.sandboxOf("carol")
+	sb, err := p.sb.Sandboxes(p.ns).Get(t.Context(), sandbox, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, annotated := sb.Annotations[agents.AnnotationPodName]; annotated != (release == controller.ReleaseV05) {
+		t.Fatalf("%s stand-in: pod-name annotation %q, want it only from v0.5.6", release, sb.Annotations[agents.AnnotationPodName])
+	}
 	modes := p.watchMode(sandbox)
 	home := p.podNode("carol")
 	other := 1 - home
