@@ -30,7 +30,9 @@ const usage = `usage: sandgate-cluster up|down|node [flags]
 
   up    bring up a real two-node cluster (kubelet, containerd, runc, CNI,
         kube-proxy, CoreDNS), install sandgate from manifests/ and serve
-        until SIGINT/SIGTERM, then remove everything and check for leftovers
+        until SIGINT/SIGTERM, then remove everything and check for leftovers;
+        with --control-socket it also ends and starts the agent-sandbox
+        controller stand-in on request (a controller outage or upgrade)
   down  remove what a killed run left, and check for leftovers
   node  run one node; up starts it inside the node's namespaces
 
@@ -52,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "up":
 		var o upOptions
-		if err := o.parse(args[1:], stderr); err != nil {
+		if err := o.parse(args[1:], os.Getenv, stderr); err != nil {
 			return usageCode(err, stderr)
 		}
 		err = up(ctx, o, stdout, log)

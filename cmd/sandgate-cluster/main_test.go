@@ -17,6 +17,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"--help"}, 0, "usage: sandgate-cluster"},
 		{[]string{"start"}, 2, `unknown command "start"`},
 		{[]string{"up", "--help"}, 0, "-images-dir"},
+		{[]string{"up", "--help"}, 0, "POST /sandbox-controller/start[?release=v0.5.6]"},
 		{[]string{"up", "--nodes"}, 2, "flag needs an argument"},
 		{[]string{"up", "extra"}, 2, `unexpected arguments ["extra"]`},
 		{[]string{"down", "--help"}, 0, "-data"},

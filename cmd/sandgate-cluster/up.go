@@ -23,12 +23,13 @@ type upOptions struct {
 	nodes                       int
 	data, binDir, staticDir     string
 	imagesDir, registry         string
-	version, manifests          string
+	version, manifests, crds    string
 	readyFile, logsDir          string
+	controlSocket               string
 	idleTimeout, reportInterval time.Duration
 }
 
-func (o *upOptions) parse(args []string, stderr io.Writer) error {
+func (o *upOptions) parse(args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.nodes, "nodes", 2, "number of nodes")
@@ -39,8 +40,10 @@ func (o *upOptions) parse(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.registry, "registry", "sandgate.local", "registry part of the images' names")
 	fs.StringVar(&o.version, "version", "dev", "tag of the images")
 	fs.StringVar(&o.manifests, "manifests", "manifests", "the repository's manifests directory")
+	fs.StringVar(&o.crds, "crds", getenv("AGENT_SANDBOX_CRDS"), "directory of the agent-sandbox CRDs to apply, such as upstream's own (default $AGENT_SANDBOX_CRDS, else the manifests' crds/)")
 	fs.StringVar(&o.readyFile, "ready-file", "", "write the entries as JSON here once everything is ready")
 	fs.StringVar(&o.logsDir, "logs-dir", "", "copy every component's log here when the cluster stops")
+	fs.StringVar(&o.controlSocket, "control-socket", "", controlHelp)
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 0, "replace the shipped IDLE_TIMEOUT (0 keeps it)")
 	fs.DurationVar(&o.reportInterval, "report-interval", 2*time.Second, "REPORT_INTERVAL with --idle-timeout")
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +75,12 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 	if err != nil {
 		return fmt.Errorf("locate the manifests: %w", err)
 	}
+	crds := filepath.Join(manifests, "crds")
+	if o.crds != "" {
+		if crds, err = filepath.Abs(o.crds); err != nil {
+			return fmt.Errorf("locate the CRDs: %w", err)
+		}
+	}
 	ref := func(name string) string { return o.registry + "/" + name + ":" + o.version }
 	refIfBuilt := func(name string) string {
 		if _, err := os.Stat(filepath.Join(o.imagesDir, name+".tar")); err != nil {
@@ -86,7 +95,7 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		Nodes: o.nodes, Paths: localcluster.Paths{Data: o.data}, Binaries: bins,
 		Images: localcluster.Images{Tarballs: tars, Pause: ref("pause"), CoreDNS: ref("coredns"), Busybox: ref("busybox"),
 			NetworkPolicies: refIfBuilt("kube-network-policies"), KubeRouter: refIfBuilt("kube-router")},
-		CRDDir: filepath.Join(manifests, "crds"), Logger: log,
+		CRDDir: crds, CRDSource: controlplane.CRDSourceOf(crds, filepath.Join(manifests, "crds")), Logger: log,
 	})
 	if err != nil {
 		return err
@@ -101,9 +110,19 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		}
 	}()
 	fmt.Fprintf(stdout, "cluster up in %s: nodes %s\n", time.Since(started).Round(time.Millisecond), strings.Join(c.NodeNames(), ", "))
-	if err := c.Run("sandbox-controller-standin", filepath.Join(o.staticDir, "sandbox-controller-standin"),
-		"--kubeconfig="+c.Kubeconfig, "--namespace=sandgate"); err != nil {
+	ctrl := &standin{args: []string{"--kubeconfig=" + c.Kubeconfig, "--namespace=sandgate"},
+		run: func(args ...string) (*controlplane.Process, error) {
+			return c.Run("sandbox-controller-standin", filepath.Join(o.staticDir, "sandbox-controller-standin"), args...)
+		}}
+	if err := ctrl.start(""); err != nil {
 		return err
+	}
+	if o.controlSocket != "" {
+		stopControl, err := serveControl(ctx, o.controlSocket, ctrl)
+		if err != nil {
+			return err
+		}
+		defer stopControl()
 	}
 	installStart := time.Now()
 	hosts := append(c.NodeIPs(), "localhost")
@@ -115,7 +134,7 @@ func up(ctx context.Context, o upOptions, stdout io.Writer, log *slog.Logger) (e
 		return err
 	}
 	e := clusterinstall.Entries{Nodes: c.NodeNames(), NodeIPs: c.NodeIPs(), CAFile: inst.CAFile, Kubeconfig: c.Kubeconfig,
-		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PolicyEnforcer: c.PolicyEnforcer}
+		Kubectl: filepath.Join(o.binDir, "kubectl"), Dir: c.Dir(), PolicyEnforcer: c.PolicyEnforcer, ControlSocket: o.controlSocket}
 	for _, ip := range c.NodeIPs() {
 		e.URLs = append(e.URLs, "https://"+ip+":30443/")
 	}

@@ -63,6 +63,10 @@ type Entries struct {
 	// PolicyEnforcer names the NetworkPolicy enforcer that runs; empty
 	// when none does.
 	PolicyEnforcer string `json:"policyEnforcer"`
+	// ControlSocket is the Unix socket `up --control-socket` answers
+	// control requests on (ending and starting the agent-sandbox
+	// controller stand-in); empty when it listens on none.
+	ControlSocket string `json:"controlSocket,omitempty"`
 }
 
 // Installed is what Install set up.

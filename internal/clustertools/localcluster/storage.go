@@ -3,6 +3,8 @@ package localcluster
 import (
 	"context"
 	_ "embed"
+
+	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 )
 
 //go:embed addons/storage.yaml
@@ -25,7 +27,11 @@ func (c *Cluster) startStorage(ctx context.Context) error {
 }
 
 // Run starts a host process that belongs to the cluster: it logs into the
-// cluster's directory and Stop ends it.
-func (c *Cluster) Run(name, bin string, args ...string) error {
-	return c.start(name, c.opts.Paths.Data, bin, args...)
+// cluster's directory and Stop ends it. The caller may end it earlier
+// and Run it again under the same name; its log goes on in the same file.
+func (c *Cluster) Run(name, bin string, args ...string) (*controlplane.Process, error) {
+	if err := c.start(name, c.opts.Paths.Data, bin, args...); err != nil {
+		return nil, err
+	}
+	return c.procs[len(c.procs)-1], nil
 }

@@ -54,9 +54,19 @@ func (j *journey) origin(i int) string { return strings.TrimSuffix(j.e.URLs[i], 
 // do sends a request to node i's entry; header values are set as given.
 func (j *journey) do(i int, method, path, body string, hdr map[string]string) (*http.Response, string) {
 	j.t.Helper()
-	req, err := http.NewRequest(method, j.origin(i)+path, strings.NewReader(body))
+	resp, data, err := j.send(i, method, path, body, hdr)
 	if err != nil {
 		j.t.Fatal(err)
+	}
+	return resp, data
+}
+
+// send is do for any goroutine: it returns what failed instead of
+// failing the test.
+func (j *journey) send(i int, method, path, body string, hdr map[string]string) (*http.Response, string, error) {
+	req, err := http.NewRequest(method, j.origin(i)+path, strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
 	}
 	for k, v := range hdr {
 		if strings.EqualFold(k, "Host") {
@@ -67,11 +77,11 @@ func (j *journey) do(i int, method, path, body string, hdr map[string]string) (*
 	}
 	resp, err := j.client.Do(req)
 	if err != nil {
-		j.t.Fatalf("%s %s on %s: %v", method, path, j.e.Nodes[i], err)
+		return nil, "", fmt.Errorf("%s %s on %s: %w", method, path, j.e.Nodes[i], err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return resp, string(data)
+	return resp, string(data), nil
 }
 
 // expect fails unless the answer has the wanted status.

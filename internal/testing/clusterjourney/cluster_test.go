@@ -35,6 +35,7 @@ func startCluster(t *testing.T, idle, report time.Duration) clusterinstall.Entri
 	root := repoRoot(t)
 	ready := filepath.Join(t.TempDir(), "entries.json")
 	cmd, stdout := startUp(t, "--ready-file", ready, "--logs-dir", filepath.Join(root, "artifacts", "cluster"),
+		"--control-socket", filepath.Join(filepath.Dir(ready), "control.sock"),
 		"--idle-timeout", idle.String(), "--report-interval", report.String())
 	upDone, removed, ended := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {

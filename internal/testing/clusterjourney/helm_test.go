@@ -56,6 +56,8 @@ func (j *journey) helmLifecycle() {
 		resp, body := j.do(i, http.MethodGet, "/u/bob/", "", b.browser(j, i))
 		j.expect(resp, body, http.StatusOK, "bob's agent page on "+j.e.Nodes[i]+" after helm install")
 	}
+	j.expectRelease(b, releaseV05)
+	j.suspendAndWake(b)
 
 	j.helm(5*time.Minute, "upgrade", helmRelease, filepath.Join(repoRoot(j.t), "charts", "sandgate"),
 		"--reuse-values", "--set-string", "authapi.config.IDLE_TIMEOUT=30m", "--wait", "--timeout=280s")
@@ -76,6 +78,27 @@ func (j *journey) helmLifecycle() {
 	if out, err := j.kubectl("-n", helmNamespace, "get", "secrets", "-l", "owner=helm", "-o", "name"); err != nil || out != "" {
 		j.t.Fatalf("helm uninstall left its release record: %v %s", err, out)
 	}
+}
+
+// suspendAndWake writes a message to b's agent, suspends its Sandbox as
+// the idle sweeper does (the chart keeps the shipped IDLE_TIMEOUT), and
+// wakes it with the next request on each node, the message intact.
+func (j *journey) suspendAndWake(b account) {
+	j.t.Helper()
+	resp, body := j.do(0, http.MethodPost, "/u/"+b.user+"/api/messages", `{"text":"kept by the chart's sandbox"}`, b.api(j, 0, "application/json"))
+	j.expect(resp, body, http.StatusCreated, b.user+" posts a message")
+	if out, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "patch", "sandbox", b.sandbox, "--type=merge",
+		"-p", `{"spec":{"operatingMode":"Suspended"}}`); err != nil {
+		j.t.Fatalf("suspend %s's Sandbox: %v %s", b.user, err, out)
+	}
+	suspended := time.Now()
+	j.waitSuspended(b, 2*time.Minute)
+	j.t.Logf("%s's Sandbox suspended, its pod gone and the pod-name annotation cleared in %s", b.user, time.Since(suspended).Round(time.Millisecond))
+	woken := time.Now()
+	for i := range j.e.Nodes {
+		j.expectMessage(len(j.e.Nodes)-1-i, b, "kept by the chart's sandbox")
+	}
+	j.t.Logf("%s's agent woken by the next request and served on both nodes, the message intact, in %s", b.user, time.Since(woken).Round(time.Millisecond))
 }
 
 // helm runs the Helm that make builds (HELM) against the cluster for at

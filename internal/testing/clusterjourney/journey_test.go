@@ -45,6 +45,7 @@ func TestJourney(t *testing.T) {
 	done()
 
 	a := j.signup(0, "alice")
+	j.expectRelease(a, releaseV1)
 	pod := j.podNode(a)
 	other := 1 - pod
 	t.Logf("alice's pod runs on %s; %s hops to it", e.Nodes[pod], e.Nodes[other])
@@ -81,6 +82,10 @@ func TestJourney(t *testing.T) {
 	}
 	done()
 
+	c := j.signup(other, "carol")
+	resp, body = j.do(pod, http.MethodPost, "/u/carol/api/messages", `{"text":"carol's workspace"}`, c.api(j, pod, "application/json"))
+	j.expect(resp, body, http.StatusCreated, "carol posts a message")
+
 	done = j.step("idle suspend by the leader")
 	last := time.Now()
 	j.waitSuspended(a, idleTimeout+8*reportInterval+60*time.Second)
@@ -89,6 +94,15 @@ func TestJourney(t *testing.T) {
 
 	done = j.step("wake on the next request, workspace data intact")
 	j.expectMessage(other, a, "kept across suspend")
+	done()
+
+	done = j.step("agent-sandbox controller down 60 s: signups, a wake and a running agent; all Ready once it is back")
+	j.waitSuspended(c, 2*time.Minute)
+	j.controllerDown(a, c, map[string]string{a.user: "kept across suspend", c.user: "carol's workspace"})
+	done()
+
+	done = j.step("agent-sandbox controller replaced by " + releaseV05 + " for the rest of the run")
+	j.switchRelease(a, releaseV05)
 	done()
 
 	done = j.step("node-proxy DaemonSet rollout, then the handshake again on both nodes")
@@ -131,7 +145,7 @@ func TestJourney(t *testing.T) {
 	j.waitGone(a)
 	done()
 
-	done = j.step("Helm: the chart installed in place of the kustomize objects, upgraded, uninstalled, nothing left")
+	done = j.step("Helm (controller " + releaseV05 + "): the chart installed in place of the kustomize objects, a user served, suspended and woken, upgraded, uninstalled, nothing left")
 	j.helmLifecycle()
 	done()
 }
@@ -173,17 +187,9 @@ func (j *journey) signup(i int, user string) account {
 	if err := json.Unmarshal([]byte(body), &out); err != nil || out.Token == "" {
 		j.t.Fatalf("signup answer %q: %v", body, err)
 	}
-	a := account{user: user, token: out.Token}
-	for _, c := range resp.Cookies() {
-		if strings.HasPrefix(c.Name, "__Host-") {
-			if !c.Secure {
-				j.t.Fatalf("session cookie %s is not Secure", c.Name)
-			}
-			a.cookie = c.Name + "=" + c.Value
-		}
-	}
+	a := account{user: user, token: out.Token, cookie: sessionCookie(resp)}
 	if a.cookie == "" {
-		j.t.Fatalf("signup set no __Host- session cookie: %v", resp.Header.Values("Set-Cookie"))
+		j.t.Fatalf("signup set no Secure __Host- session cookie: %v", resp.Header.Values("Set-Cookie"))
 	}
 	claim, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandboxclaim", "dsh-"+user, "-o", "jsonpath={.status.sandbox.name}")
 	if err != nil || claim == "" {
@@ -211,7 +217,7 @@ func (j *journey) podNode(a account) int {
 // a suspended sandbox is woken by the request and the answer waits.
 func (j *journey) expectMessage(i int, a account, text string) {
 	j.t.Helper()
-	resp, body := j.do(i, http.MethodGet, "/u/alice/api/messages", "", a.api(j, i, ""))
+	resp, body := j.do(i, http.MethodGet, "/u/"+a.user+"/api/messages", "", a.api(j, i, ""))
 	j.expect(resp, body, http.StatusOK, "list messages on "+j.e.Nodes[i])
 	if !strings.Contains(body, text) {
 		j.t.Fatalf("messages on %s lack %q: %.400s", j.e.Nodes[i], text, body)

@@ -18,16 +18,17 @@ func (j *journey) sandboxMode(a account) string {
 	return mode
 }
 
-// waitSuspended waits until the leader has suspended a's Sandbox and its
-// pod is gone.
+// waitSuspended waits until a's Sandbox is suspended, its pod (named
+// after it) is gone and the pod-name annotation, which v0.5.6 writes, is
+// cleared.
 func (j *journey) waitSuspended(a account, timeout time.Duration) {
 	j.t.Helper()
 	testkit.Within(j.t, timeout, "the sandbox suspended and its pod gone", func() bool {
 		if j.sandboxMode(a) != "Suspended" {
 			return false
 		}
-		pod, _ := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}")
-		return pod == ""
+		pod, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "pod", a.sandbox, "--ignore-not-found", "-o", "name")
+		return err == nil && pod == "" && j.podNameAnnotation(a.sandbox) == ""
 	})
 }
 
