@@ -95,10 +95,7 @@ func (j *journey) configureEgress(p *providerStandin) {
 // to the stand-in is blocked by the enforced sandbox egress policy.
 func (j *journey) egressCall(a account, p *providerStandin) {
 	j.t.Helper()
-	pod, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.annotations.agents\\.x-k8s\\.io/pod-name}")
-	if err != nil || pod == "" {
-		j.t.Fatalf("the pod of %s's sandbox: %v %s", a.user, err, pod)
-	}
+	pod := j.sandboxPod(a)
 	base := j.podEnv(pod, p.key)["OPENAI_BASE_URL"]
 	if base == "" {
 		j.t.Fatalf("pod %s has no OPENAI_BASE_URL", pod)

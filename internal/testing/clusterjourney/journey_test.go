@@ -200,6 +200,22 @@ func (j *journey) signup(i int, user string) account {
 	return a
 }
 
+// sandboxPod is the name of a's pod: the Sandbox's own name, which every
+// release gives it (v0.5.x also writes it in the pod-name annotation,
+// v1.0 no longer does), checked by the pod's controller ownerReference.
+func (j *journey) sandboxPod(a account) string {
+	j.t.Helper()
+	uid, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.metadata.uid}")
+	if err != nil || uid == "" {
+		j.t.Fatalf("read %s's Sandbox %s: %v %s", a.user, a.sandbox, err, uid)
+	}
+	owner, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "pod", a.sandbox, "-o", "jsonpath={.metadata.ownerReferences[?(@.controller==true)].uid}")
+	if err != nil || owner != uid {
+		j.t.Fatalf("the pod of %s's Sandbox %s (uid %s): controller %q, %v", a.user, a.sandbox, uid, owner, err)
+	}
+	return a.sandbox
+}
+
 // podNode is the index of the node that runs a's pod.
 func (j *journey) podNode(a account) int {
 	node, err := j.kubectl("-n", clusterinstall.SandboxNamespace, "get", "sandbox", a.sandbox, "-o", "jsonpath={.status.nodeName}")
