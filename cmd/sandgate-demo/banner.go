@@ -15,18 +15,18 @@ import (
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
-// waitForPools waits until every warm pool in the namespace reports all its
+// waitForPools waits until every warm pool in namespace reports all its
 // spares Ready, printing progress when it changes.
-func waitForPools(ctx context.Context, restCfg *rest.Config, cfg config, stdout io.Writer) error {
+func waitForPools(ctx context.Context, restCfg *rest.Config, namespace string, timeout time.Duration, stdout io.Writer) error {
 	client, err := sandboxapi.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("build sandbox client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.readyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	last := ""
 	for {
-		pools, err := client.SandboxWarmPools(cfg.namespace).List(ctx, metav1.ListOptions{})
+		pools, err := client.SandboxWarmPools(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return fmt.Errorf("list warm pools: %w", err)
 		}
@@ -51,46 +51,57 @@ func waitForPools(ctx context.Context, restCfg *rest.Config, cfg config, stdout 
 	}
 }
 
+// readyLine starts the line that tells the user, and the demo's test, that
+// the platform answers, followed by the first node's URL.
+const readyLine = "sandgate demo ready: "
+
 // printBanner tells the user where the platform answers and how to tour it.
-func printBanner(w io.Writer, cfg config, kubectl, kubeconfig string, sim *cluster.Cluster, p *platform, authCM map[string]string) {
+func printBanner(w io.Writer, cfg config, m rendered, kubectl, kubeconfig string, sim *cluster.Cluster, p *platform) {
 	if kubectl == "" {
 		kubectl = "kubectl"
 	}
-	k := fmt.Sprintf("%s --kubeconfig %s -n %s", kubectl, kubeconfig, cfg.namespace)
-	first := p.entries[0].url
-	fmt.Fprintf(w, "\nsandgate demo ready: %s\n", first)
+	k := fmt.Sprintf("%s --kubeconfig %s -n %s", kubectl, kubeconfig, m.sandboxNamespace())
+	first, last := p.entries[0].url, p.entries[len(p.entries)-1].url
+	claim := m.authapi.env["CLAIM_PREFIX"] + "<user>"
+	fmt.Fprintf(w, "\n%s%s\n", readyLine, first)
 	for _, e := range p.entries[1:] {
 		fmt.Fprintf(w, "  and through node %s: %s\n", e.node, e.url)
 	}
 	fmt.Fprintf(w, `
+Open %s in a browser, pick a user name and sign up: you get an access
+token (keep it: it signs you in again) and your agent opens at
+%su/<user>/ within a few seconds. Any node's URL works: a node proxy hops
+the request to the node that runs your pod.
+
 A real kube-apiserver, a simulated %d-node cluster, %d auth API replicas and
-one node proxy per node, configured by the manifests' ConfigMaps.
+one node proxy per node, run with the manifests' settings and the overrides
+listed above.
 
   kubeconfig:  %s
   look:        %s get sandboxclaims,sandboxes,pods
 
 Tour:
-  1. Open %s in a browser and sign up with a user name; the auth API claims a
-     warm sandbox (%s<user>) and sets a session cookie.
-  2. Open your agent at %su/<user>/ (any node's URL works: a node proxy hops
-     the request to the node that runs your pod).
-  3. From a shell:
+  1. Your account is the SandboxClaim %s; it adopted a warm Sandbox
+     from the pool, whose name is the claim's status.sandbox.name:
+       %s get sandboxclaim %s -o jsonpath='{.status.sandbox.name}'
+  2. The same from a shell:
        curl -si -c /tmp/sandgate.cookies -X POST -H 'Content-Type: application/json' \
          -d '{"user":"alice"}' %susers
        curl -s -b /tmp/sandgate.cookies %su/alice/
-  4. See the claim:  %s get sandboxclaims
-  5. Idle suspend: leave your agent alone for IDLE_TIMEOUT (%s here; node
+  3. Idle suspend: leave your agent alone for %s (--idle-timeout; node
      proxies report activity every %s) and the leading auth API replica
-     patches its Sandbox Suspended; watch it with
+     suspends its Sandbox; watch it with
        %s get sandboxes -w
-     An open but silent tab does not keep it awake.
-  6. Wake-on-connect: open /u/<user>/ again. The proxy asks the auth API to
-     wake the sandbox and holds the request until it is Ready (a browser
-     that waits past WAKE_TIMEOUT gets a "waking your agent" page that
-     retries by itself). Or suspend one by hand:
-       %s patch sandbox NAME --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
-`, cfg.nodes, cfg.authReplicas, kubeconfig, k, first, authCM["CLAIM_PREFIX"], first, first, p.entries[len(p.entries)-1].url, k,
-		demoIdleTimeout, demoReportInterval, k, k)
+     An open but silent tab does not keep it awake; a page in use does.
+  4. Wake on the next request: open /u/<user>/ again. The node proxy asks
+     the auth API to wake the sandbox; a browser gets a page within about a
+     second that shows the progress and opens the agent once it is ready
+     (an API client's request is held until then, up to WAKE_TIMEOUT). Or
+     suspend one by hand:
+       %s patch sandbox "$(%s get sandboxclaim %s -o jsonpath='{.status.sandbox.name}')" \
+         --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+`, first, first, cfg.nodes, cfg.authReplicas, kubeconfig, k, claim, k, claim, first, last,
+		cfg.idleTimeout, cfg.reportEvery, k, k, k, claim)
 	if cfg.routingMode == string(userorigin.Subdomain) {
 		fmt.Fprintf(w, `
 Subdomain routing: /u/<user>/ on the main origin sends the browser, with a

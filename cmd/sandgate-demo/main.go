@@ -3,10 +3,13 @@
 // cluster of nodes (the stand-in agent-sandbox controller and kubelet from
 // internal/testing/sim) holding the SandboxTemplate and SandboxWarmPool of
 // manifests/sandbox, and the platform itself as child processes: auth API
-// replicas and one node proxy per node, configured from the ConfigMaps and
-// RBAC of manifests/authapi and manifests/daemonset. It prints the entry
-// URLs and a kubeconfig and runs until Ctrl-C, then stops every process it
-// started and removes its temporary files.
+// replicas and one node proxy per node. It renders manifests/authapi and
+// manifests/daemonset with kubectl kustomize, applies their identities,
+// RBAC and ConfigMaps, and runs each process as its workload's
+// ServiceAccount with its workload's environment (ConfigMaps and pod spec),
+// changed only where a local run must differ; it prints those overrides,
+// the entry URLs and a kubeconfig and runs until Ctrl-C, then stops every
+// process it started and removes its temporary files.
 //
 // It is a demo and test harness, not part of the platform: nothing it runs
 // is used in production.
@@ -25,12 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
 	"github.com/sandgate/sandgate/internal/settings"
@@ -48,7 +46,7 @@ func main() {
 
 // config is everything main reads from flags and the environment.
 type config struct {
-	namespace    string
+	namespace    string // empty: the manifests'
 	nodes        int
 	manifests    string
 	crds         string
@@ -63,6 +61,8 @@ type config struct {
 	tempParent   string
 	delays       controller.Delays
 	release      string // the stand-in controller's agent-sandbox release
+	idleTimeout  time.Duration
+	reportEvery  time.Duration
 	logMaxSize   int64
 	logLevel     slog.Level
 	readyTimeout time.Duration
@@ -72,7 +72,6 @@ type config struct {
 
 func defaults(getenv func(string) string) config {
 	return config{
-		namespace:    "sandgate",
 		nodes:        2,
 		manifests:    filepath.Join("manifests", "sandbox"),
 		crds:         filepath.Join("manifests", "crds"),
@@ -86,6 +85,8 @@ func defaults(getenv func(string) string) config {
 		userDomain:   "localhost",
 		delays:       controller.Delays{WarmAdoption: time.Second, ColdStart: 3 * time.Second, Resume: 2 * time.Second},
 		release:      string(controller.ReleaseV1),
+		idleTimeout:  2 * time.Minute,
+		reportEvery:  5 * time.Second,
 		logMaxSize:   10 << 20,
 		logLevel:     slog.LevelWarn,
 		readyTimeout: time.Minute,
@@ -99,8 +100,8 @@ func (c config) validate() error {
 	if c.nodes < 1 || c.nodes > 20 {
 		errs = append(errs, fmt.Errorf("--nodes %d is not in 1..20", c.nodes))
 	}
-	if c.namespace == "" {
-		errs = append(errs, errors.New("--namespace is empty"))
+	if c.reportEvery <= 0 || c.idleTimeout <= c.reportEvery {
+		errs = append(errs, fmt.Errorf("--idle-timeout %v must be longer than --report-interval %v, which must be positive", c.idleTimeout, c.reportEvery))
 	}
 	if c.delays.WarmAdoption < 0 || c.delays.ColdStart < 0 || c.delays.Resume < 0 {
 		errs = append(errs, errors.New("delays must not be negative"))
@@ -132,6 +133,13 @@ func (c config) validate() error {
 	return errors.Join(errs...)
 }
 
+// local is what the demo's processes run with instead of the manifests'
+// settings besides their loopback wiring.
+func (c config) local(m rendered) localRun {
+	return localRun{namespace: m.movedTo, idleTimeout: c.idleTimeout.String(), reportInterval: c.reportEvery.String(),
+		routing: routing{mode: c.routingMode, userDomain: c.userDomain}}
+}
+
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	c := defaults(getenv)
 	fs := flag.NewFlagSet("sandgate-demo", flag.ContinueOnError)
@@ -143,18 +151,21 @@ Runs sandgate's local platform until Ctrl-C: etcd and kube-apiserver (built by
 'make controlplane', found through KUBEBUILDER_ASSETS or SANDGATE_CACHE) and a
 simulated cluster of nodes whose pods run the agent web-app stand-in on
 loopback addresses (127.10x.y.z:3080), with CRI logs in a per-node directory.
-It applies manifests/sandbox (a SandboxTemplate and a SandboxWarmPool) and the
-RBAC and ConfigMaps of manifests/authapi and manifests/daemonset, waits for
-the spares, then runs the auth API replicas and one node proxy per node (from
---bin-dir, built there when missing) configured by those ConfigMaps. Node i's
-proxy serves browsers on --http-host:(--http-port + i). It prints the URLs and
-a kubeconfig, and removes everything on exit.
+It renders manifests/sandbox (a SandboxTemplate and a SandboxWarmPool),
+manifests/authapi and manifests/daemonset with 'kubectl kustomize', applies
+all but the workloads, Services and policies, waits for the spares, then runs
+the auth API replicas and one node proxy per node (from --bin-dir, built there
+when missing), each as its Deployment's or DaemonSet's ServiceAccount with its
+environment; the few settings a local run must change are printed at start.
+Node i's proxy serves browsers on --http-host:(--http-port + i). It prints the
+URLs and a kubeconfig, and removes everything on exit. To see idle suspend
+and wake quickly: --idle-timeout 30s.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.namespace, "namespace", c.namespace, "namespace of the sandboxes")
+	fs.StringVar(&c.namespace, "namespace", c.namespace, "namespace of the sandboxes and the auth API (default: the manifests', sandgate); the node proxies stay in theirs")
 	fs.IntVar(&c.nodes, "nodes", c.nodes, "number of simulated nodes")
 	fs.StringVar(&c.manifests, "manifests", c.manifests, "directory of the template, warm pool and config map to apply")
 	fs.StringVar(&c.crds, "crds", c.crds, "directory of the agent-sandbox CRDs")
@@ -171,6 +182,8 @@ Flags:
 	fs.DurationVar(&c.delays.ColdStart, "cold-delay", c.delays.ColdStart, "simulated time to start a new sandbox's pod")
 	fs.DurationVar(&c.delays.Resume, "resume-delay", c.delays.Resume, "simulated time to resume a suspended sandbox")
 	fs.StringVar(&c.release, "agent-sandbox-release", c.release, fmt.Sprintf("agent-sandbox release the stand-in controller behaves as: %s, or %s", controller.ReleaseV1, controller.ReleaseV05))
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", c.idleTimeout, "IDLE_TIMEOUT: how long an agent without activity runs before it is suspended (the manifests say 15m)")
+	fs.DurationVar(&c.reportEvery, "report-interval", c.reportEvery, "REPORT_INTERVAL: how often node proxies report activity to the auth API")
 	fs.Int64Var(&c.logMaxSize, "log-max-size", c.logMaxSize, "container log size that triggers rotation, in bytes")
 	fs.TextVar(&c.logLevel, "log-level", c.logLevel, "level of the JSON logs on stderr (debug, info, warn, error)")
 	fs.DurationVar(&c.readyTimeout, "ready-timeout", c.readyTimeout, "how long to wait for the warm pool's spares")
@@ -189,32 +202,18 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	objs, err := controlplane.ReadManifests(cfg.manifests)
-	if err != nil {
-		return err
-	}
-	var platformObjs []*unstructured.Unstructured
-	for _, dir := range []string{cfg.authapiDir, cfg.nodeproxyDir} {
-		more, err := controlplane.ReadManifests(dir)
-		if err != nil {
-			return err
-		}
-		platformObjs = append(platformObjs, applicable(more)...)
-	}
-	authCM, err := configMapData(platformObjs, authapiConfigMap)
-	if err != nil {
-		return err
-	}
-	nodeCM, err := configMapData(platformObjs, nodeproxyConfigMap)
-	if err != nil {
-		return err
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	bins, err := controlplane.FindBinaries(cfg.assetsDir, cfg.cacheDir)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	m, err := renderManifests(ctx, bins.Kubectl, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, ">> rendered %s, %s and %s with kubectl kustomize; sandboxes and the auth API in namespace %s, node proxies in %s\n",
+		cfg.manifests, cfg.authapiDir, cfg.nodeproxyDir, m.sandboxNamespace(), m.nodeproxy.namespace)
 	authapiBin, nodeproxyBin, err := locateBinaries(ctx, cfg.binDir, stdout)
 	if err != nil {
 		return err
@@ -232,18 +231,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	}
 	defer stopAndLog("control plane", cp.Stop, logger)
 	restCfg := cp.AdminConfig()
-	core, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("build client: %w", err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cfg.namespace}}
-	if _, err := core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace: %w", err)
-	}
 
 	fmt.Fprintf(stdout, ">> starting the simulated cluster (%d nodes, agent-sandbox %s stand-in)\n", cfg.nodes, cfg.release)
 	sim, err := cluster.Start(ctx, cluster.Options{
-		Config: restCfg, Namespaces: []string{cfg.namespace}, Nodes: cfg.nodes,
+		Config: restCfg, Namespaces: []string{m.sandboxNamespace()}, Nodes: cfg.nodes,
 		LogDir: filepath.Join(tmp, "logs"), DataDir: filepath.Join(tmp, "volumes"),
 		Delays: cfg.delays, Release: controller.Release(cfg.release), LogMaxSize: cfg.logMaxSize, Logger: logger,
 	})
@@ -256,30 +247,27 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("build dynamic client: %w", err)
 	}
-	if err := apply(ctx, dyn, cfg.namespace, objs); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, ">> applying the RBAC and config of %s and %s\n", cfg.authapiDir, cfg.nodeproxyDir)
-	if err := apply(ctx, dyn, cfg.namespace, platformObjs); err != nil {
+	fmt.Fprintln(stdout, ">> applying the rendered objects but the workloads, Services and policies the demo runs itself")
+	if err := apply(ctx, dyn, m.objs); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
 	if err := controlplane.WriteKubeconfig(restCfg, kubeconfig); err != nil {
 		return err
 	}
-	if err := waitForPools(ctx, restCfg, cfg, stdout); err != nil {
+	if err := waitForPools(ctx, restCfg, m.sandboxNamespace(), cfg.readyTimeout, stdout); err != nil {
 		return err
 	}
 	p, err := startPlatform(ctx, platformConfig{
-		cfg: cfg, dir: tmp, cp: cp, authCM: authCM, nodeCM: nodeCM,
+		cfg: cfg, dir: tmp, cp: cp, authapi: m.authapi, nodeproxy: m.nodeproxy, local: cfg.local(m),
 		nodes: sim.Kubelet.NodeNames(), nodeIP: sim.Kubelet.NodeIP, logRoot: sim.Kubelet.LogRoot,
-		getenv: getenv, authapi: authapiBin, nodeproxy: nodeproxyBin,
+		getenv: getenv, bins: demoBinaries{authapi: authapiBin, nodeproxy: nodeproxyBin},
 	}, stdout, logger)
 	if err != nil {
 		return err
 	}
 	defer p.stop(logger)
-	printBanner(stdout, cfg, bins.Kubectl, kubeconfig, sim, p, authCM)
+	printBanner(stdout, cfg, m, bins.Kubectl, kubeconfig, sim, p)
 
 	<-ctx.Done()
 	stop() // a second Ctrl-C ends the process at once

@@ -21,12 +21,12 @@ func TestFlags(t *testing.T) {
 		"--manifests", filepath.Join(root, "manifests", "sandbox"), "--crds", filepath.Join(root, "manifests", "crds"),
 		"--authapi-manifests", filepath.Join(root, "manifests", "authapi"), "--nodeproxy-manifests", filepath.Join(root, "manifests", "daemonset"),
 		"--nodes", "3", "--warm-delay", "250ms", "--log-level", "debug", "--http-port", "9000",
-		"--agent-sandbox-release", "v0.5.6",
+		"--agent-sandbox-release", "v0.5.6", "--idle-timeout", "30s", "--report-interval", "2s",
 	}, noEnv, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "sandgate" ||
+	if cfg.nodes != 3 || cfg.delays.WarmAdoption != 250*time.Millisecond || cfg.logLevel.String() != "DEBUG" || cfg.namespace != "" || cfg.idleTimeout != 30*time.Second || cfg.reportEvery != 2*time.Second ||
 		cfg.httpPort != 9000 || cfg.httpHost != "127.0.0.1" || cfg.authReplicas != 2 || cfg.binDir != "bin" ||
 		cfg.release != string(controller.ReleaseV05) {
 		t.Errorf("config %+v", cfg)
@@ -37,8 +37,8 @@ func TestFlags(t *testing.T) {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
 	_, err = parseFlags([]string{"--nodes", "0", "--manifests", "/nonexistent", "--cold-delay", "-1s",
-		"--authapi-replicas", "0", "--http-port", "0", "--http-host", "", "--agent-sandbox-release", "v2"}, noEnv, &bytes.Buffer{})
-	for _, want := range []string{"--nodes", "--manifests", "delays", "--authapi-replicas", "--http-port", "--http-host", "--authapi-manifests", "--agent-sandbox-release"} {
+		"--authapi-replicas", "0", "--http-port", "0", "--http-host", "", "--agent-sandbox-release", "v2", "--idle-timeout", "1s"}, noEnv, &bytes.Buffer{})
+	for _, want := range []string{"--nodes", "--manifests", "delays", "--authapi-replicas", "--http-port", "--http-host", "--authapi-manifests", "--agent-sandbox-release", "--idle-timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validation error %v does not mention %s", err, want)
 		}

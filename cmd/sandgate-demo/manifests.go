@@ -21,6 +21,7 @@ type resource struct {
 // sandbox manifests, and the identities and config of the auth API and
 // node proxy manifests.
 var resources = map[schema.GroupVersionKind]resource{
+	{Version: "v1", Kind: "Namespace"}:                                                 {"namespaces", false},
 	{Version: "v1", Kind: "ConfigMap"}:                                                 {"configmaps", true},
 	{Version: "v1", Kind: "Secret"}:                                                    {"secrets", true},
 	{Version: "v1", Kind: "ServiceAccount"}:                                            {"serviceaccounts", true},
@@ -28,6 +29,7 @@ var resources = map[schema.GroupVersionKind]resource{
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}:           {"rolebindings", true},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}:           {"clusterroles", false},
 	{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}:    {"clusterrolebindings", false},
+	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass"}:                 {"priorityclasses", false},
 	{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Kind: "SandboxTemplate"}: {"sandboxtemplates", true},
 	{Group: "extensions.agents.x-k8s.io", Version: "v1beta1", Kind: "SandboxWarmPool"}: {"sandboxwarmpools", true},
 }
@@ -50,54 +52,64 @@ func applicable(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 	return out
 }
 
-// apply creates objs, moving namespaced objects and ServiceAccount
-// subjects into namespace.
-func apply(ctx context.Context, dyn dynamic.Interface, namespace string, objs []*unstructured.Unstructured) error {
+// apply creates the namespaces objs live in, then objs.
+func apply(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured) error {
+	namespaces := map[string]bool{}
 	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		res, ok := resources[gvk]
-		if !ok {
-			return fmt.Errorf("manifest %s %s: kind not supported by the demo", gvk.Kind, obj.GetName())
+		if ns := obj.GetNamespace(); ns != "" && !namespaces[ns] {
+			namespaces[ns] = true
+			o := &unstructured.Unstructured{}
+			o.SetAPIVersion("v1")
+			o.SetKind("Namespace")
+			o.SetName(ns)
+			if err := create(ctx, dyn, o); err != nil {
+				return err
+			}
 		}
-		obj = obj.DeepCopy()
-		relocateSubjects(obj, namespace)
-		var client dynamic.ResourceInterface = dyn.Resource(gvk.GroupVersion().WithResource(res.name))
-		if res.namespaced {
-			obj.SetNamespace(namespace)
-			client = dyn.Resource(gvk.GroupVersion().WithResource(res.name)).Namespace(namespace)
-		}
-		if _, err := client.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	for _, obj := range objs {
+		if err := create(ctx, dyn, obj); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// relocateSubjects points a binding's ServiceAccount subjects at namespace.
-func relocateSubjects(obj *unstructured.Unstructured, namespace string) {
-	subjects, ok, _ := unstructured.NestedSlice(obj.Object, "subjects")
+// create creates obj, unless it exists.
+func create(ctx context.Context, dyn dynamic.Interface, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	res, ok := resources[gvk]
 	if !ok {
-		return
+		return fmt.Errorf("manifest %s %s: kind not supported by the demo", gvk.Kind, obj.GetName())
 	}
-	for _, s := range subjects {
-		if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" {
-			m["namespace"] = namespace
-		}
+	var client dynamic.ResourceInterface = dyn.Resource(gvk.GroupVersion().WithResource(res.name))
+	if res.namespaced {
+		client = dyn.Resource(gvk.GroupVersion().WithResource(res.name)).Namespace(obj.GetNamespace())
 	}
-	_ = unstructured.SetNestedSlice(obj.Object, subjects, "subjects")
+	if _, err := client.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s %s: %w", gvk.Kind, obj.GetName(), err)
+	}
+	return nil
 }
 
-// configMapData returns the data of the ConfigMap called name among objs.
-func configMapData(objs []*unstructured.Unstructured, name string) (map[string]string, error) {
-	for _, o := range objs {
-		if o.GetKind() != "ConfigMap" || o.GetName() != name {
+// relocate moves every object in namespace from, and every binding's
+// ServiceAccount subject there, to namespace to: --namespace runs the
+// sandboxes and the auth API elsewhere than the manifests say, and leaves
+// the node proxies' namespace as it is.
+func relocate(objs []*unstructured.Unstructured, from, to string) {
+	for _, obj := range objs {
+		if obj.GetNamespace() == from {
+			obj.SetNamespace(to)
+		}
+		subjects, ok, _ := unstructured.NestedSlice(obj.Object, "subjects")
+		if !ok {
 			continue
 		}
-		data, _, err := unstructured.NestedStringMap(o.Object, "data")
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %s: %w", name, err)
+		for _, s := range subjects {
+			if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" && m["namespace"] == from {
+				m["namespace"] = to
+			}
 		}
-		return data, nil
+		_ = unstructured.SetNestedSlice(obj.Object, subjects, "subjects")
 	}
-	return nil, fmt.Errorf("no ConfigMap %s in the manifests", name)
 }

@@ -24,21 +24,24 @@ import (
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
-// The ConfigMaps of manifests/authapi and manifests/daemonset.
-const (
-	authapiConfigMap   = "authapi-config"
-	nodeproxyConfigMap = "nodeproxy-config"
-)
-
 // loopbackProxies are the demo's trusted proxies: the entry forwarders,
 // the auth API forwarder and node proxies hopping to each other all
 // connect from loopback addresses.
 const loopbackProxies = "127.0.0.0/8"
 
-// authapiRun is what one auth API replica needs besides its ConfigMap.
+// authapiRun is what one auth API replica needs besides its manifests.
 type authapiRun struct {
-	pod, listen, ops, kubeconfig string
-	routing                      routing
+	pod, listen, internal, ops, kubeconfig string
+	local                                  localRun
+}
+
+// localRun is what every process of the demo runs with instead of the
+// cluster's: the sandbox namespace when --namespace moves it, the idle
+// timings and the routing.
+type localRun struct {
+	namespace                   string // empty: the manifests'
+	idleTimeout, reportInterval string
+	routing                     routing
 }
 
 // routing is the demo's ROUTING_MODE and, in subdomain routing, the user
@@ -64,73 +67,90 @@ func (r routing) env(publicOrigin bool) map[string]string {
 // browsers resolve it, like *.localhost, to loopback.
 const subdomainMainHost = "localhost"
 
-// nodeRun is what one node's proxy needs besides its ConfigMap.
+// nodeRun is what one node's proxy needs besides its manifests.
 type nodeRun struct {
 	node, listen, ops, logRoot string
 	kubeconfig, tokenFile      string
 	hopKeyFile                 string
-	authURL                    string
-	routing                    routing
+	authURL, internalURL       string
+	local                      localRun
 }
 
-// The demo's idle-suspend timings: short enough to watch a sandbox suspend
-// and wake during a tour.
-const (
-	demoIdleTimeout    = "2m"
-	demoReportInterval = "5s"
-)
-
-// authapiEnv is a replica's environment: the ConfigMap as the Deployment's
-// envFrom gives it, then the local run's overrides (a kubeconfig instead
-// of the in-cluster ServiceAccount, loopback listeners, plain-HTTP cookies,
-// loopback trusted proxies, a short IDLE_TIMEOUT).
-func authapiEnv(base, cm map[string]string, namespace string, r authapiRun) []string {
+// authapiOverrides are the settings a replica runs with instead of its
+// Deployment's: a kubeconfig instead of the in-cluster ServiceAccount,
+// loopback listeners, plain-HTTP cookies, loopback trusted proxies and the
+// demo's idle timings. Everything else, the allowed callers of /internal/
+// included, is the manifests'.
+func authapiOverrides(r authapiRun) map[string]string {
 	over := map[string]string{
-		"NAMESPACE":              namespace,
 		"KUBECONFIG":             r.kubeconfig,
 		"LISTEN_ADDR":            r.listen,
+		"INTERNAL_ADDR":          r.internal,
 		"OPS_ADDR":               r.ops,
 		"COOKIE_SECURE":          "false",
 		"ALLOW_INSECURE_COOKIES": "1",
 		"TRUSTED_PROXIES":        loopbackProxies,
-		"POD_NAME":               r.pod,
-		"POD_IP":                 "127.0.0.1",
-		"IDLE_TIMEOUT":           demoIdleTimeout,
-		"REPORT_INTERVAL":        demoReportInterval,
+		"IDLE_TIMEOUT":           r.local.idleTimeout,
+		"REPORT_INTERVAL":        r.local.reportInterval,
 	}
-	if cm["NAMESPACE"] != namespace {
-		over["INTERNAL_ALLOWED_SERVICE_ACCOUNTS"] = "system:serviceaccount:" + namespace + ":nodeproxy"
+	if r.local.namespace != "" {
+		over["NAMESPACE"] = r.local.namespace
 	}
-	return environ(base, cm, over, r.routing.env(false))
+	maps.Copy(over, r.local.routing.env(false))
+	return over
 }
 
-// nodeproxyEnv is a node proxy's environment: the ConfigMap as the
-// DaemonSet's envFrom gives it, then the overrides the DaemonSet's pod
-// spec and the local run need (NODE_NAME, the node's log root, the
-// projected token file, the shared hop key, the auth API address, loopback
-// listeners, plain-HTTP cookies, loopback trusted proxies, the demo's
-// REPORT_INTERVAL).
-func nodeproxyEnv(base, cm map[string]string, namespace string, n nodeRun) []string {
-	return environ(base, cm, map[string]string{
-		"NAMESPACE":              namespace,
+// nodeproxyOverrides are the settings a node proxy runs with instead of
+// its DaemonSet's: a kubeconfig, the node's name and log root, files for
+// the projected token and the hop key Secret, the auth API's stand-in
+// Services, loopback listeners without TLS, plain-HTTP cookies, loopback
+// trusted proxies, the demo's REPORT_INTERVAL, and no egress listener (no
+// model provider is reachable from the demo). An empty value unsets.
+func nodeproxyOverrides(n nodeRun) map[string]string {
+	over := map[string]string{
 		"NODE_NAME":              n.node,
 		"KUBECONFIG":             n.kubeconfig,
 		"LISTEN_ADDR":            n.listen,
+		"TLS_CERT_FILE":          "",
+		"TLS_KEY_FILE":           "",
 		"OPS_ADDR":               n.ops,
 		"LOG_ROOT":               n.logRoot,
 		"SA_TOKEN_FILE":          n.tokenFile,
 		"HOP_KEY_FILE":           n.hopKeyFile,
 		"AUTHAPI_URL":            n.authURL,
-		"JWKS_URL":               n.authURL + "/.well-known/jwks.json",
+		"AUTHAPI_INTERNAL_URL":   n.internalURL,
+		"JWKS_URL":               n.internalURL + "/.well-known/jwks.json",
 		"COOKIE_SECURE":          "false",
 		"ALLOW_INSECURE_COOKIES": "1",
 		"TRUSTED_PROXIES":        loopbackProxies,
-		"REPORT_INTERVAL":        demoReportInterval,
-	}, n.routing.env(true))
+		"REPORT_INTERVAL":        n.local.reportInterval,
+		"EGRESS_PROVIDERS":       "",
+	}
+	if n.local.namespace != "" {
+		over["NAMESPACE"] = n.local.namespace
+	}
+	maps.Copy(over, n.local.routing.env(true))
+	return over
 }
 
-// environ merges layers of variables, later ones winning, into a sorted
-// KEY=VALUE list.
+// podEnv is a process's environment: the little of the demo's own
+// environment in base, the workload's (ConfigMaps, then its env), its
+// downward API fields as the kubelet would fill them, then over, where an
+// empty value unsets.
+func podEnv(base map[string]string, w workload, fields, over map[string]string) ([]string, error) {
+	resolved := map[string]string{}
+	for k, path := range w.fieldRefs {
+		v, ok := fields[path]
+		if !ok {
+			return nil, fmt.Errorf("%s %s: %s reads fieldRef %s, which the demo cannot fill", w.kind, w.name, k, path)
+		}
+		resolved[k] = v
+	}
+	return environ(base, w.env, resolved, over), nil
+}
+
+// environ merges layers of variables, later ones winning and an empty value
+// unsetting, into a sorted KEY=VALUE list.
 func environ(layers ...map[string]string) []string {
 	all := map[string]string{}
 	for _, l := range layers {
@@ -138,9 +158,27 @@ func environ(layers ...map[string]string) []string {
 	}
 	out := make([]string, 0, len(all))
 	for _, k := range slices.Sorted(maps.Keys(all)) {
-		out = append(out, k+"="+all[k])
+		if all[k] != "" {
+			out = append(out, k+"="+all[k])
+		}
 	}
 	return out
+}
+
+// overridden describes over against the workload's own settings: each
+// variable the demo changes, adds or unsets, in order.
+func overridden(w workload, over map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(over)) {
+		was, had := w.env[k]
+		switch v := over[k]; {
+		case v == "" && had:
+			parts = append(parts, k+" (unset)")
+		case v != "" && v != was:
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // baseEnv is the little of the demo's own environment the children get:
@@ -222,16 +260,6 @@ func waitReady(ctx context.Context, p *controlplane.Process, opsAddr string, tim
 	}
 }
 
-// freeAddr reserves a free port on host and releases it for a child.
-func freeAddr(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("reserve a port on %s: %w", host, err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // peerPort finds one port free on every node IP: node proxies reach each
 // other at <InternalIP>:<their own listen port>, so all listen on it.
 func peerPort(ips []string) (int, error) {
@@ -279,20 +307,25 @@ type platformConfig struct {
 	cfg       config
 	dir       string // the demo's temporary directory
 	cp        *controlplane.ControlPlane
-	authCM    map[string]string
-	nodeCM    map[string]string
+	authapi   workload // the rendered Deployment
+	nodeproxy workload // the rendered DaemonSet
+	local     localRun
 	nodes     []string
 	nodeIP    func(string) string
 	logRoot   func(string) string
 	getenv    func(string) string
-	authapi   string // binary
-	nodeproxy string // binary
+	bins      demoBinaries
 }
 
-// startPlatform starts the auth API replicas behind a round-robin
-// forwarder, then one node proxy per node on its InternalIP behind its
-// entry port, and waits until all are ready. On error it stops what it
-// started.
+// demoBinaries are the platform's binaries the demo runs.
+type demoBinaries struct{ authapi, nodeproxy string }
+
+// startPlatform starts the auth API replicas behind round-robin
+// forwarders for their public and internal Services, then one node proxy
+// per node on its InternalIP behind its entry port, and waits until all
+// are ready. Each runs as its workload's ServiceAccount with its
+// workload's settings, and the demo's overrides, which it prints first.
+// On error it stops what it started.
 func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log *slog.Logger) (_ *platform, err error) {
 	p := &platform{}
 	defer func() {
@@ -304,28 +337,28 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 	if err := os.MkdirAll(procDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create process dir: %w", err)
 	}
-	ns := pc.cfg.namespace
 	base := baseEnv(pc.getenv)
-
-	// Identities: kubeconfigs for both ServiceAccounts, and the node
-	// proxies' token for the auth API's internal audience (the DaemonSet's
-	// projected token).
-	kubeconfigs := map[string]string{}
-	for _, sa := range []string{"authapi", "nodeproxy"} {
-		rc, err := pc.cp.ServiceAccountConfig(ctx, ns, sa)
-		if err != nil {
-			return nil, err
-		}
-		kubeconfigs[sa] = filepath.Join(procDir, sa+".kubeconfig")
-		if err := controlplane.WriteKubeconfig(rc, kubeconfigs[sa]); err != nil {
-			return nil, err
-		}
+	sandboxNS := pc.authapi.namespace
+	if pc.local.namespace != "" {
+		sandboxNS = pc.local.namespace
 	}
-	audience := pc.authCM["INTERNAL_AUDIENCE"]
+
+	// Identities: a kubeconfig for each workload's ServiceAccount, and the
+	// node proxies' token for the auth API's internal audience (the
+	// DaemonSet's projected token).
+	authKubeconfig, err := serviceAccountKubeconfig(ctx, pc.cp, sandboxNS, pc.authapi.serviceAccount, procDir)
+	if err != nil {
+		return nil, err
+	}
+	nodeKubeconfig, err := serviceAccountKubeconfig(ctx, pc.cp, pc.nodeproxy.namespace, pc.nodeproxy.serviceAccount, procDir)
+	if err != nil {
+		return nil, err
+	}
+	audience := pc.authapi.env["INTERNAL_AUDIENCE"]
 	if audience == "" {
 		audience = "sandgate-authapi"
 	}
-	token, err := pc.cp.ServiceAccountToken(ctx, ns, "nodeproxy", 24*3600, audience)
+	token, err := pc.cp.ServiceAccountToken(ctx, pc.nodeproxy.namespace, pc.nodeproxy.serviceAccount, 24*3600, audience)
 	if err != nil {
 		return nil, err
 	}
@@ -341,36 +374,47 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 		return nil, fmt.Errorf("write node proxy hop key: %w", err)
 	}
 
-	fmt.Fprintf(stdout, ">> starting %d auth API replicas\n", pc.cfg.authReplicas)
-	var authAddrs []string
+	fmt.Fprintf(stdout, ">> starting %d auth API replicas as %s/%s with the settings of %s %s/%s\n", pc.cfg.authReplicas,
+		sandboxNS, pc.authapi.serviceAccount, pc.authapi.kind, pc.authapi.namespace, pc.authapi.name)
+	var publicAddrs, internalAddrs []string
 	for i := range pc.cfg.authReplicas {
-		listen, err := freeAddr("127.0.0.1")
+		addrs, err := freeAddrs("127.0.0.1", 3)
 		if err != nil {
 			return nil, err
 		}
-		ops, err := freeAddr("127.0.0.1")
+		r := authapiRun{pod: fmt.Sprintf("authapi-%d", i), listen: addrs[0], internal: addrs[1], ops: addrs[2],
+			kubeconfig: authKubeconfig, local: pc.local}
+		over := authapiOverrides(r)
+		if i == 0 {
+			fmt.Fprintf(stdout, "   the demo's overrides (authapi-0): %s\n", overridden(pc.authapi, over))
+		}
+		env, err := podEnv(base, pc.authapi, map[string]string{"metadata.name": r.pod, "metadata.namespace": sandboxNS, "status.podIP": "127.0.0.1"}, over)
 		if err != nil {
 			return nil, err
 		}
-		r := authapiRun{pod: fmt.Sprintf("authapi-%d", i), listen: listen, ops: ops, kubeconfig: kubeconfigs["authapi"],
-			routing: routing{mode: pc.cfg.routingMode, userDomain: pc.cfg.userDomain}}
-		proc, err := controlplane.StartProcess(r.pod, procDir, pc.authapi, authapiEnv(base, pc.authCM, ns, r))
+		proc, err := controlplane.StartProcess(r.pod, procDir, pc.bins.authapi, env)
 		if err != nil {
 			return nil, err
 		}
 		p.procs = append(p.procs, proc)
-		if err := waitReady(ctx, proc, ops, pc.cfg.readyTimeout, log); err != nil {
+		if err := waitReady(ctx, proc, r.ops, pc.cfg.readyTimeout, log); err != nil {
 			return nil, err
 		}
-		authAddrs = append(authAddrs, listen)
+		publicAddrs, internalAddrs = append(publicAddrs, r.listen), append(internalAddrs, r.internal)
 	}
-	svc, err := listenForward("127.0.0.1:0", authAddrs...)
+	svc, err := listenForward("127.0.0.1:0", publicAddrs...)
 	if err != nil {
 		return nil, fmt.Errorf("auth API service: %w", err)
 	}
 	p.forwarders = append(p.forwarders, svc)
+	internalSvc, err := listenForward("127.0.0.1:0", internalAddrs...)
+	if err != nil {
+		return nil, fmt.Errorf("auth API internal service: %w", err)
+	}
+	p.forwarders = append(p.forwarders, internalSvc)
 
-	fmt.Fprintf(stdout, ">> starting a node proxy on each of %d nodes\n", len(pc.nodes))
+	fmt.Fprintf(stdout, ">> starting a node proxy on each of %d nodes as %s/%s with the settings of %s %s/%s\n", len(pc.nodes),
+		pc.nodeproxy.namespace, pc.nodeproxy.serviceAccount, pc.nodeproxy.kind, pc.nodeproxy.namespace, pc.nodeproxy.name)
 	ips := make([]string, len(pc.nodes))
 	for i, n := range pc.nodes {
 		ips[i] = pc.nodeIP(n)
@@ -385,18 +429,27 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 	}
 	var waits []started
 	for i, node := range pc.nodes {
-		ops, err := freeAddr("127.0.0.1")
+		addrs, err := freeAddrs("127.0.0.1", 1)
 		if err != nil {
 			return nil, err
 		}
+		ops := addrs[0]
+		local := pc.local
+		local.routing.publicOrigin = "http://" + net.JoinHostPort(subdomainMainHost, strconv.Itoa(pc.cfg.httpPort+i))
 		n := nodeRun{
 			node: node, listen: net.JoinHostPort(ips[i], strconv.Itoa(port)), ops: ops,
-			logRoot: pc.logRoot(node), kubeconfig: kubeconfigs["nodeproxy"], tokenFile: tokenFile, hopKeyFile: hopKeyFile,
-			authURL: "http://" + svc.addr(),
-			routing: routing{mode: pc.cfg.routingMode, userDomain: pc.cfg.userDomain,
-				publicOrigin: "http://" + net.JoinHostPort(subdomainMainHost, strconv.Itoa(pc.cfg.httpPort+i))},
+			logRoot: pc.logRoot(node), kubeconfig: nodeKubeconfig, tokenFile: tokenFile, hopKeyFile: hopKeyFile,
+			authURL: "http://" + svc.addr(), internalURL: "http://" + internalSvc.addr(), local: local,
 		}
-		proc, err := controlplane.StartProcess("nodeproxy-"+node, procDir, pc.nodeproxy, nodeproxyEnv(base, pc.nodeCM, ns, n))
+		over := nodeproxyOverrides(n)
+		if i == 0 {
+			fmt.Fprintf(stdout, "   the demo's overrides (node %s): %s\n", node, overridden(pc.nodeproxy, over))
+		}
+		env, err := podEnv(base, pc.nodeproxy, map[string]string{"spec.nodeName": node, "metadata.namespace": pc.nodeproxy.namespace}, over)
+		if err != nil {
+			return nil, err
+		}
+		proc, err := controlplane.StartProcess("nodeproxy-"+node, procDir, pc.bins.nodeproxy, env)
 		if err != nil {
 			return nil, err
 		}
@@ -409,8 +462,8 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 		}
 		p.forwarders = append(p.forwarders, fwd)
 		url := "http://" + fwd.addr() + "/"
-		if n.routing.mode == string(userorigin.Subdomain) {
-			url = n.routing.publicOrigin + "/"
+		if local.routing.mode == string(userorigin.Subdomain) {
+			url = local.routing.publicOrigin + "/"
 		}
 		p.entries = append(p.entries, entry{node: node, url: url})
 	}
@@ -420,6 +473,40 @@ func startPlatform(ctx context.Context, pc platformConfig, stdout io.Writer, log
 		}
 	}
 	return p, nil
+}
+
+// serviceAccountKubeconfig writes a kubeconfig for the ServiceAccount
+// namespace/name into dir and returns its path.
+func serviceAccountKubeconfig(ctx context.Context, cp *controlplane.ControlPlane, namespace, name, dir string) (string, error) {
+	rc, err := cp.ServiceAccountConfig(ctx, namespace, name)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, namespace+"."+name+".kubeconfig")
+	return path, controlplane.WriteKubeconfig(rc, path)
+}
+
+// freeAddrs reserves n distinct free ports on host and releases them for
+// a child.
+func freeAddrs(host string, n int) ([]string, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range n {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("reserve a port on %s: %w", host, err)
+		}
+		lns = append(lns, ln)
+	}
+	out := make([]string, n)
+	for i, ln := range lns {
+		out[i] = ln.Addr().String()
+	}
+	return out, nil
 }
 
 // stop closes the forwarders and ends every process.
