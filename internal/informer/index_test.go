@@ -68,7 +68,7 @@ func TestLookupRoute(t *testing.T) {
 	finishedStarting := newSandbox("sb", testNode, "", false, false)
 	finishedStarting.Status.Conditions = append(finishedStarting.Status.Conditions, finishedCond)
 	podScheduled := func(s *agents.Sandbox, reason string) *agents.Sandbox {
-		s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: "PodScheduled", Status: metav1.ConditionFalse, Reason: reason})
+		s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{Type: agents.ConditionPodScheduled, Status: metav1.ConditionFalse, Reason: reason})
 		return s
 	}
 	invalid := newSandbox("sb", testNode, "", false, false)
