@@ -286,14 +286,36 @@ upstream-crds:
 	@ls $(AGENT_SANDBOX_CRDS)/*.yaml >/dev/null 2>&1 || { echo "AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS) holds no .yaml files" >&2; exit 1; }
 	@echo ">> CRDs for every test API server and the real cluster: upstream's, from AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS)"
 
+# Each step of make test prints its wall and CPU time when it ends, and the
+# run ends with a table of them (.ci/step), so the next person sees where a
+# cold hour goes. The fast checks come first.
+STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
+export STEP_TIMES
+STEP := .ci/step
+
 .PHONY: test
-test: upstream-crds controlplane promtool helm oauth2-proxy chromium axe cluster-packages lint check-generated ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster)
+test: ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster), then the table of each step's time
+	@rm -f $(STEP_TIMES)
+	@$(STEP) lint $(MAKE) --no-print-directory lint
+	@$(STEP) upstream-crds $(MAKE) --no-print-directory upstream-crds
+	@$(STEP) check-generated $(MAKE) --no-print-directory check-generated
+	@$(STEP) "build control plane" $(MAKE) --no-print-directory controlplane
+	@$(STEP) "build promtool" $(MAKE) --no-print-directory promtool
+	@$(STEP) "build helm" $(MAKE) --no-print-directory helm
+	@$(STEP) "build oauth2-proxy" $(MAKE) --no-print-directory oauth2-proxy
+	@$(STEP) "apt chromium" $(MAKE) --no-print-directory chromium
+	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe
+	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
 	@echo ">> go test (integration tests start real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS))"
-	$(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m ./...
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
-	@$(MAKE) --no-print-directory bench-smoke
+	@$(STEP) "go test" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m ./...
+	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@$(STEP) bench-smoke $(MAKE) --no-print-directory bench-smoke
+	@$(STEP) "build node binaries" $(MAKE) --no-print-directory $(NODES_STAMP)
+	@$(STEP) "build cluster tools" $(MAKE) --no-print-directory cluster-tools
+	@$(STEP) "build images" $(MAKE) --no-print-directory images
 	@echo ">> the journey on a real two-node cluster deployed from manifests/"
-	@$(MAKE) --no-print-directory e2e-cluster
+	@$(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster
+	@$(STEP) --table
 
 .PHONY: test-under-load
 test-under-load: ## make test RUNS times in a row (default 5) with a busy loop on every core; stops at the first failure (about 2.5 hours on 2 cores)
