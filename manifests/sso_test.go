@@ -1,6 +1,7 @@
 package manifests_test
 
 import (
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sandgate/sandgate/internal/settings"
 )
 
 // restrictingFlags are oauth2-proxy v7 flags that narrow who may sign in
@@ -88,6 +91,41 @@ func TestSSOVariantAdmitsOnlyItsOrganisation(t *testing.T) {
 	for _, ds := range nodeproxyDaemonSets(t, objs) {
 		if got := containerSettings(nodeproxyContainer(ds), objs)["AUTH_PROXY_HEADER"]; got != "X-Forwarded-User" {
 			t.Errorf("the node proxies know the SSO header as %q, want the auth API's X-Forwarded-User", got)
+		}
+	}
+}
+
+// TestSSOHostNetworkCannotAssertUser: in the SSO variant a node proxy
+// keeps X-Forwarded-User only from a peer in its TRUSTED_PROXIES, and no
+// node address is one: a host-network process (on make cluster's node
+// network, or a cloud's node subnet inside 10.0.0.0/8, which the variant
+// used to trust whole) that reaches a node proxy, as it does once the node
+// CIDR is admitted for masqueraded hops, has its X-Forwarded-User: alice
+// stripped (finding 5 of issue 45). Hops from node addresses count by
+// their HMAC proof, so the variant must ship a hop key.
+func TestSSOHostNetworkCannotAssertUser(t *testing.T) {
+	hostNetwork := []netip.Addr{
+		netip.MustParseAddr("10.200.0.3"), // make cluster's node network
+		netip.MustParseAddr("10.128.0.2"), // a GCE default node subnet
+		netip.MustParseAddr("10.0.1.10"),  // a typical cloud VPC's node subnet
+		netip.MustParseAddr("10.240.0.4"), // AKS's default node subnet
+	}
+	objs := build(t, "exposure/sso")
+	for _, ds := range nodeproxyDaemonSets(t, objs) {
+		env := containerSettings(nodeproxyContainer(ds), objs)
+		if env["AUTH_PROXY_HEADER"] != "X-Forwarded-User" || env["HOP_KEY_FILE"] == "" {
+			t.Errorf("DaemonSet %s: AUTH_PROXY_HEADER %q, HOP_KEY_FILE %q: want X-Forwarded-User stripped from untrusted peers and hops proven by the hop key", ds.Name, env["AUTH_PROXY_HEADER"], env["HOP_KEY_FILE"])
+		}
+		trusted, err := settings.Prefixes("TRUSTED_PROXIES", env["TRUSTED_PROXIES"])
+		if err != nil || len(trusted) == 0 {
+			t.Fatalf("DaemonSet %s: TRUSTED_PROXIES %q: %v; oauth2-proxy's X-Forwarded-User would be stripped too", ds.Name, env["TRUSTED_PROXIES"], err)
+		}
+		for _, a := range hostNetwork {
+			for _, p := range trusted {
+				if p.Contains(a) {
+					t.Errorf("DaemonSet %s trusts %s (TRUSTED_PROXIES %s): a host-network process there is believed when it sends X-Forwarded-User: alice", ds.Name, a, p)
+				}
+			}
 		}
 	}
 }

@@ -118,7 +118,14 @@ func TestSSOPreflight(t *testing.T) {
 			}},
 		{name: "node proxies trust every peer", check: ssopreflight.CheckHeader, reason: "trusts every peer",
 			breaks: func(objs []*unstructured.Unstructured, _ string) []*unstructured.Unstructured {
-				must(t, unstructured.SetNestedField(nodeConfig(objs).Object, "10.0.0.0/8,0.0.0.0/0", "data", "TRUSTED_PROXIES"))
+				must(t, unstructured.SetNestedField(nodeConfig(objs).Object, "10.244.0.0/16,0.0.0.0/0", "data", "TRUSTED_PROXIES"))
+				return objs
+			}},
+		// The variant's old setting: it holds the node CIDR admitted for
+		// masqueraded hops, so host-network processes could assert users.
+		{name: "node proxies trust the node CIDR", check: ssopreflight.CheckHeader, reason: "a node's address",
+			breaks: func(objs []*unstructured.Unstructured, _ string) []*unstructured.Unstructured {
+				must(t, unstructured.SetNestedField(nodeConfig(objs).Object, "10.0.0.0/8", "data", "TRUSTED_PROXIES"))
 				return objs
 			}},
 		{name: "a node proxy believes the header", probe: believer.URL, check: ssopreflight.CheckHeader, reason: "is not stripped from untrusted peers"},

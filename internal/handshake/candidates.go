@@ -7,40 +7,32 @@ import (
 	"log/slog"
 )
 
-// maxExchanges bounds the exchanges of one handshake: the newest candidate
+// maxExchanges bounds the exchanges of one handshake: the first candidate
 // not refused before and, if the app refuses it too, the next one.
 const maxExchanges = 2
 
 // attempt is what one handshake did with its candidates.
 type attempt struct {
-	found   found
-	tried   int // candidates exchanged
-	skipped int // candidates refused before, not tried again
+	found found
+	tried int // candidates exchanged
 }
 
-// fetch finds the launch-token candidates of t's container and exchanges
-// them, newest first, skipping tokens the app refused before. A 401 marks
-// a candidate refused and moves on to the next distinct one, once; any
-// other failure ends the handshake, since the next token would meet the
-// same unreachable app.
+// fetch finds the launch-token candidates of t's container, leaving out
+// tokens the app refused before, and exchanges them in the source's order.
+// A 401 marks a candidate refused and moves on to the next distinct one,
+// once; any other failure ends the handshake, since the next token would
+// meet the same unreachable app.
 func (h *Handshaker) fetch(ctx context.Context, t Target) (upstreamCookie, attempt, error) {
 	var a attempt
-	f, err := h.source.candidates(ctx, t)
+	f, err := h.source.candidates(ctx, t, func(tok string) bool { return h.refused.has(t.PodUID, tok) })
 	a.found = f
+	h.metrics.candidates.WithLabelValues(candidateSkipped, h.source.name()).Add(float64(f.skipped))
 	if err != nil {
 		return upstreamCookie{}, a, err
 	}
-	fresh := make([]string, 0, len(f.tokens))
-	for _, tok := range f.tokens {
-		if h.refused.has(t.PodUID, tok) {
-			a.skipped++
-			continue
-		}
-		fresh = append(fresh, tok)
-	}
-	h.metrics.candidates.WithLabelValues(candidateSkipped, h.source.name()).Add(float64(a.skipped))
+	fresh := f.tokens
 	if len(fresh) == 0 {
-		return upstreamCookie{}, a, fmt.Errorf("%w: the app refused all %d tokens found before", ErrNoToken, len(f.tokens))
+		return upstreamCookie{}, a, fmt.Errorf("%w: the app refused all %d tokens found before", ErrNoToken, f.skipped)
 	}
 	var last error
 	for i, tok := range fresh[:min(len(fresh), maxExchanges)] {

@@ -3,8 +3,10 @@ package handshake
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // requestLogLine is the app's access-log line for a request whose path a
@@ -79,8 +81,8 @@ func TestRequestLogTokenNeverChosen(t *testing.T) {
 }
 
 // TestPoisonedNewestCandidate: a launch line printed after the real one
-// with a token the app does not know costs one extra exchange, once; the
-// session works and later handshakes skip the planted token.
+// with a token the app does not know costs nothing: the container start's
+// first launch line is tried first.
 func TestPoisonedNewestCandidate(t *testing.T) {
 	x := newHarness(t, nil)
 	x.logs.write("0.log", x.crier.out(launchLine(x.token)), x.crier.out("agent output"), x.crier.out(launchLine(tokB)))
@@ -88,7 +90,24 @@ func TestPoisonedNewestCandidate(t *testing.T) {
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q, want the real app's", got)
 	}
-	x.wantExchanges(2) // the planted token, then the real one
+	x.wantExchanges(1)
+	if x.candidates(candidateRefused) != 0 || x.refusals() != 0 {
+		t.Errorf("candidates refused %v, refusal warnings %d; want none", x.candidates(candidateRefused), x.refusals())
+	}
+}
+
+// TestStaleStartToken: when the start's first launch line is not the
+// token the app holds now (it printed a newer one in the same container
+// start), the newest is tried next, at the cost of one extra exchange,
+// once; later handshakes skip the refused token.
+func TestStaleStartToken(t *testing.T) {
+	x := newHarness(t, nil)
+	x.logs.write("0.log", x.crier.out(launchLine(tokB)), x.crier.out("agent output"), x.crier.out(launchLine(x.token)))
+
+	if got := x.mustCookie(x.target); got != x.cookie {
+		t.Fatalf("cookie %q, want the real app's", got)
+	}
+	x.wantExchanges(2) // the stale token, then the real one
 	if x.candidates(candidateRefused) != 1 || x.candidates(candidateAccepted) != 1 {
 		t.Errorf("candidates refused %v accepted %v, want 1 and 1", x.candidates(candidateRefused), x.candidates(candidateAccepted))
 	}
@@ -110,19 +129,19 @@ func TestPoisonedNewestCandidate(t *testing.T) {
 	}
 }
 
-// TestRefusedTokenNotRetried: two planted tokens before the real one take
-// two failing requests' worth of exchanges at most, never more, and a
-// token the app refused is not exchanged again.
+// TestRefusedTokenNotRetried: two tokens the app refuses, the start's
+// first and the newest, take one failing request's worth of exchanges,
+// never more, and a token the app refused is not exchanged again.
 func TestRefusedTokenNotRetried(t *testing.T) {
 	x := newHarness(t, nil)
 	tokC := testToken("c")
-	x.logs.write("0.log", x.crier.out(launchLine(x.token)), x.crier.out(launchLine(tokB)), x.crier.out(launchLine(tokC)))
+	x.logs.write("0.log", x.crier.out(launchLine(tokB)), x.crier.out(launchLine(x.token)), x.crier.out(launchLine(tokC)))
 
 	_, err := x.h.Cookie(context.Background(), x.target)
 	if !errors.Is(err, ErrTokenRefused) || !errors.Is(err, ErrExchange) {
 		t.Fatalf("got %v, want a refused token (an exchange error)", err)
 	}
-	x.wantExchanges(2) // the newest and the next one, then it gives up
+	x.wantExchanges(2) // the start's and the newest, then it gives up
 	x.advance(DefaultFailureTTL)
 	if got := x.mustCookie(x.target); got != x.cookie {
 		t.Fatalf("cookie %q", got)
@@ -161,7 +180,7 @@ func TestRefusedTokenNotRetried(t *testing.T) {
 // candidate.
 func TestFailedExchangeMarksNothing(t *testing.T) {
 	x := newHarness(t, nil)
-	x.logs.write("0.log", x.crier.out(launchLine(tokB)), x.crier.out(launchLine(x.token)))
+	x.logs.write("0.log", x.crier.out(launchLine(x.token)), x.crier.out(launchLine(tokB)))
 	x.app.mu.Lock()
 	x.app.raw = "HTTP/1.1 banana\r\n\r\n"
 	x.app.mu.Unlock()
@@ -180,4 +199,35 @@ func TestFailedExchangeMarksNothing(t *testing.T) {
 		t.Fatalf("cookie %q", got)
 	}
 	x.wantExchanges(2)
+}
+
+// TestPlantedLaunchLinesDoNotLockOut: however many launch lines an agent
+// prints after the app's own, the user's handshake reaches the real token
+// at the cost of at most one extra exchange (finding 4 of issue 45: 16
+// planted lines made every later handshake "missing launch token").
+func TestPlantedLaunchLinesDoNotLockOut(t *testing.T) {
+	for _, planted := range []int{maxCandidates, 100} {
+		t.Run(strconv.Itoa(planted), func(t *testing.T) {
+			x := newHarness(t, nil)
+			lines := []string{x.crier.out("booting"), x.crier.out(launchLine(x.token)), x.crier.out("ready")}
+			for i := range planted {
+				lines = append(lines, x.crier.out("dsh web: listening on http://x/?token="+testToken("planted "+strconv.Itoa(i))))
+			}
+			x.logs.write("0.log", lines...)
+
+			var err error
+			for range planted {
+				if _, err = x.h.Cookie(context.Background(), x.target); err == nil {
+					break
+				}
+				x.advance(time.Minute) // past the failure cache and the user's handshake budget
+			}
+			if err != nil {
+				t.Fatalf("locked out after %d handshakes and %d exchanges: %v", planted, x.app.exchanges.Load(), err)
+			}
+			if n := x.app.exchanges.Load(); n > 2 {
+				t.Errorf("%d exchanges before the real token, want at most 2", n)
+			}
+		})
+	}
 }

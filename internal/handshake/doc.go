@@ -12,15 +12,17 @@
 //
 // Log output is not the app's alone (it logs request paths a link can
 // choose, and agents print what they are told), so only lines shaped like
-// the launch line count, every such token of the container's current start
-// is a candidate, newest first, and a token the app answers 401 to is
-// remembered and passed over: a planted token costs one extra exchange.
+// the launch line count. The first launch line of the container's current
+// start, which the app prints before an agent can print anything, is
+// tried first; then the others of that start, newest first. A token the
+// app answers 401 to is remembered and passed over before the candidates
+// are capped: a planted line costs at most one exchange, once.
 //
 // The stages, in request order, live in their own files: names.go validates
 // the pod reference; source.go picks the token source: reader.go and
-// tail.go read a bounded tail of the log files, cri.go parses and joins CRI
-// records, token.go finds the launch-line candidates, tokenfile.go reads a
-// token file; safeopen.go opens both kinds of file without following
+// tail.go read a bounded head and tail of the log files, cri.go parses and
+// joins CRI records, token.go finds the launch-line candidates,
+// tokenfile.go reads a token file; safeopen.go opens both kinds of file without following
 // symlinks. candidates.go tries the candidates, exchange.go trades one for
 // the cookie, refused.go remembers refused tokens and cache.go keeps the
 // result. handshaker.go ties them together.

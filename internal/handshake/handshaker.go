@@ -316,7 +316,7 @@ func (h *Handshaker) handshake(t Target, k cacheKey) (string, error) {
 		slog.Int64("bytes_read", a.found.bytesRead),
 		slog.Int("candidates", len(a.found.tokens)),
 		slog.Int("candidates_tried", a.tried),
-		slog.Int("candidates_skipped", a.skipped),
+		slog.Int("candidates_skipped", a.found.skipped),
 		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
 	)
 	if a.found.stoppedAt != nil {

@@ -3,6 +3,7 @@ package handshake
 import (
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,14 @@ type logFile struct {
 	gzip    bool
 }
 
+// headBytes bounds what is read from the start of the current restart's
+// oldest log file. The app prints its launch line as it starts, so the
+// line sits in the first few hundred bytes.
+const headBytes = 64 << 10
+
 // readResult is what one read produced.
 type readResult struct {
+	head      []logLine // logical lines at the start of the oldest file, oldest first
 	lines     []logLine // logical lines, newest first
 	bytesRead int64     // bytes read from disk (compressed bytes for .gz)
 	files     int       // files opened
@@ -52,7 +59,9 @@ type readResult struct {
 // read returns up to limits.maxLines logical lines of the container's
 // current restart, newest first: the current <restart>.log, then its
 // rotated files newest first. Older restarts are not read: their container
-// printed a launch token that died with it.
+// printed a launch token that died with it. It also returns the head of
+// the restart's oldest file still on disk, where the container start's
+// first lines are unless the kubelet has removed that file.
 func (r *logReader) read(ctx context.Context, ref logRef) (readResult, error) {
 	var res readResult
 	if err := ref.validate(); err != nil {
@@ -108,6 +117,14 @@ func (r *logReader) read(ctx context.Context, ref logRef) (readResult, error) {
 		windows = append(windows, recs)
 	}
 
+	head, n, err := r.readHead(dir, files[len(files)-1])
+	res.bytesRead += n
+	res.files++
+	if err != nil {
+		return res, err
+	}
+	res.head = head
+
 	var j joiner
 	for i := len(windows) - 1; i >= 0; i-- {
 		for _, rec := range windows[i] {
@@ -157,6 +174,44 @@ func (r *logReader) readFile(dir *os.Root, lf logFile, window int64, maxLines in
 	cr := &countingReader{r: f}
 	tail, out, err := readGzipTail(cr, window, r.limits.maxGzipBytes, maxLines)
 	return tail, cr.n, min(out, window), err
+}
+
+// readHead returns the logical lines in the first headBytes of lf, oldest
+// first, with the same care as readFile. A compressed file that cannot be
+// decompressed has no head, as it ends the tail's history. read counts
+// bytes read from disk.
+func (r *logReader) readHead(dir *os.Root, lf logFile) (lines []logLine, read int64, err error) {
+	f, _, err := openRegular(dir, lf.name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, classifyOpenErr(err, "open log file")
+	}
+	defer f.Close()
+	cr := &countingReader{r: f}
+	var src io.Reader = cr
+	if lf.gzip {
+		zr, err := gzip.NewReader(cr)
+		if err != nil {
+			return nil, cr.n, nil
+		}
+		defer zr.Close()
+		src = zr
+	}
+	buf, err := io.ReadAll(io.LimitReader(src, headBytes))
+	switch {
+	case err != nil && lf.gzip:
+		return nil, cr.n, nil
+	case err != nil:
+		return nil, cr.n, fmt.Errorf("read log head: %w", err)
+	}
+	// A line cut by the window, or still being written, is dropped.
+	var j joiner
+	for _, rec := range parseRecords(buf[:bytes.LastIndexByte(buf, '\n')+1]) {
+		j.add(rec)
+	}
+	return j.flush(), cr.n, nil
 }
 
 // listLogFiles returns the current restart's log files, newest first.

@@ -78,7 +78,8 @@ func TestReaderFileChoice(t *testing.T) {
 		files     []podLogFile
 		limits    readerLimits
 		want      []string
-		wantFiles int // 0: not checked
+		wantHead  []string // the oldest file's first lines, oldest first
+		wantFiles int      // 0: not checked; the head's file counts again
 	}{
 		{
 			name: "rotated and compressed, newest first",
@@ -92,7 +93,8 @@ func TestReaderFileChoice(t *testing.T) {
 				{"notes.txt", false, []string{"notes"}},
 			},
 			want:      []string{"current2", "current1", "plain2", "plain1", "gz3", "gz2", "gz1"},
-			wantFiles: 4,
+			wantHead:  []string{"gz1", "gz2"},
+			wantFiles: 5,
 		},
 		{
 			// While the kubelet compresses, a rotated file exists plain and as .gz.
@@ -103,7 +105,8 @@ func TestReaderFileChoice(t *testing.T) {
 				{"0.log", false, []string{"current"}},
 			},
 			want:      []string{"current", "rotated"},
-			wantFiles: 2,
+			wantHead:  []string{"rotated"},
+			wantFiles: 3,
 		},
 		{
 			name: "the newest restart wins over an older one's lines",
@@ -112,7 +115,8 @@ func TestReaderFileChoice(t *testing.T) {
 				{"0.log.20260801-110000", false, []string{"older first container"}},
 				{"1.log", false, []string{"second container"}},
 			},
-			want: []string{"second container"},
+			want:     []string{"second container"},
+			wantHead: []string{"second container"},
 		},
 		{
 			// Between rotation and the runtime reopening, only rotated files of
@@ -122,18 +126,20 @@ func TestReaderFileChoice(t *testing.T) {
 				{"0.log", false, []string{"first container"}},
 				{"2.log.20260801-110000", false, []string{"third container"}},
 			},
-			want: []string{"third container"},
+			want:     []string{"third container"},
+			wantHead: []string{"third container"},
 		},
 		{
 			name: "line budget",
 			files: []podLogFile{
-				{"0.log.20260801-100000", false, []string{"never read"}},
+				{"0.log.20260801-100000", false, []string{"start, beyond the tail"}},
 				{"0.log.20260801-110000", false, []string{"r1", "r2", "r3"}},
 				{"0.log", false, []string{"c1", "c2"}},
 			},
 			limits:    readerLimits{maxLines: 3, maxFileBytes: 1 << 20, maxTotalBytes: 1 << 20, maxGzipBytes: 1 << 20},
 			want:      []string{"c2", "c1", "r3"},
-			wantFiles: 2,
+			wantHead:  []string{"start, beyond the tail"},
+			wantFiles: 3,
 		},
 	}
 	for _, tt := range tests {
@@ -155,6 +161,9 @@ func TestReaderFileChoice(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %q\nwant %q", got, tt.want)
 			}
+			if head := lineStrings(res.head); !slices.Equal(head, tt.wantHead) {
+				t.Errorf("head %q, want %q", head, tt.wantHead)
+			}
 			if tt.wantFiles != 0 && res.files != tt.wantFiles {
 				t.Errorf("opened %d files, want %d", res.files, tt.wantFiles)
 			}
@@ -170,15 +179,16 @@ func TestReaderTotalByteBudget(t *testing.T) {
 	for range 10 {
 		lines = append(lines, c.out(filler))
 	}
-	p.write("0.log.20260801-100000", c.out("too old"))
+	start := c.out("start, beyond the tail")
+	p.write("0.log.20260801-100000", start)
 	p.write("0.log.20260801-110000", lines...)
 	p.write("0.log", lines...)
 	res, _ := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 1000, maxFileBytes: 1500, maxTotalBytes: 2500, maxGzipBytes: 1 << 20}))
-	if res.bytesRead > 2500 {
-		t.Errorf("read %d bytes, total cap 2500", res.bytesRead)
+	if res.bytesRead > 2500+int64(len(start)) {
+		t.Errorf("read %d bytes, total cap 2500 and the %d-byte head", res.bytesRead, len(start))
 	}
-	if res.files != 2 {
-		t.Errorf("opened %d files, want 2", res.files)
+	if res.files != 3 {
+		t.Errorf("opened %d files, want 2 and the head's", res.files)
 	}
 }
 
@@ -359,11 +369,11 @@ func TestReaderHugeSparseFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := defaultMatcher(t).candidates(res.lines); !slices.Equal(got, []string{tok}) {
+	if got, _ := defaultMatcher(t).candidates(res.head, res.lines, nil); !slices.Equal(got, []string{tok}) {
 		t.Fatalf("candidates %q, want the one launch token", got)
 	}
-	if res.bytesRead > fileCap {
-		t.Errorf("read %d bytes of a 2 GiB file, cap %d", res.bytesRead, fileCap)
+	if res.bytesRead > fileCap+headBytes {
+		t.Errorf("read %d bytes of a 2 GiB file, cap %d and a %d-byte head", res.bytesRead, fileCap, headBytes)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4*fileCap {
 		t.Errorf("allocated %d bytes reading a %d-byte tail", alloc, fileCap)
@@ -378,4 +388,35 @@ func TestReaderContextCanceled(t *testing.T) {
 	if _, err := newTestReader(t, p.root, readerLimits{}).read(ctx, testRef()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
+}
+
+// TestReaderHead: the head is the complete lines in the first headBytes of
+// the oldest file, a line cut by the window dropped, whatever the tail's
+// limits.
+func TestReaderHead(t *testing.T) {
+	p := newPodLogs(t)
+	c := newCrier()
+	first := c.out("booting")
+	long := c.out(strings.Repeat("x", headBytes))
+	p.write("0.log", first, long, c.out("after the window"))
+	res, _ := readLines(t, newTestReader(t, p.root, readerLimits{maxLines: 1, maxFileBytes: 100, maxTotalBytes: 100, maxGzipBytes: 1 << 20}))
+	if head := lineStrings(res.head); !slices.Equal(head, []string{"booting"}) {
+		t.Errorf("head %q, want only the line inside the window", head)
+	}
+}
+
+// TestStartLaunchLineBeyondTheTail: the app's launch line scrolled out of
+// the searched tail is still found at the start of the container's log,
+// and planted lines in the tail cost nothing.
+func TestStartLaunchLineBeyondTheTail(t *testing.T) {
+	x := newHarness(t, func(o *Options) { o.TailLines = 5 })
+	lines := []string{x.crier.out(launchLine(x.token))}
+	for range 10 {
+		lines = append(lines, x.crier.out("agent output"), x.crier.out(launchLine(tokB)))
+	}
+	x.logs.write("0.log", lines...)
+	if got := x.mustCookie(x.target); got != x.cookie {
+		t.Fatalf("cookie %q, want the real app's", got)
+	}
+	x.wantExchanges(1)
 }

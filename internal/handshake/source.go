@@ -6,11 +6,12 @@ import (
 )
 
 // tokenSource finds the launch-token candidates of a target's current
-// container start, newest first.
+// container start, in the order to try them, leaving out those refused
+// reports the app refused before.
 type tokenSource interface {
 	// name is the source's metric label and log value.
 	name() string
-	candidates(ctx context.Context, t Target) (found, error)
+	candidates(ctx context.Context, t Target, refused func(tok string) bool) (found, error)
 	close() error
 }
 
@@ -18,6 +19,7 @@ type tokenSource interface {
 // the log line and metrics, what was read.
 type found struct {
 	tokens    []string
+	skipped   int   // distinct tokens left out as refused before
 	files     int   // files opened
 	lines     int   // log lines searched
 	bytesRead int64 // bytes read from disk (compressed bytes for .gz)
@@ -33,14 +35,14 @@ type logSource struct {
 
 func (s *logSource) name() string { return SourceLog }
 
-func (s *logSource) candidates(ctx context.Context, t Target) (found, error) {
+func (s *logSource) candidates(ctx context.Context, t Target, refused func(tok string) bool) (found, error) {
 	res, err := s.reader.read(ctx, t.logRef())
-	f := found{files: res.files, lines: len(res.lines), bytesRead: res.bytesRead, logBytes: res.bytesRead, stoppedAt: res.stoppedAt}
+	f := found{files: res.files, lines: len(res.head) + len(res.lines), bytesRead: res.bytesRead, logBytes: res.bytesRead, stoppedAt: res.stoppedAt}
 	if err != nil {
 		return f, fmt.Errorf("read pod logs: %w", err)
 	}
-	f.tokens = s.matcher.candidates(res.lines)
-	if len(f.tokens) == 0 {
+	f.tokens, f.skipped = s.matcher.candidates(res.head, res.lines, refused)
+	if len(f.tokens) == 0 && f.skipped == 0 {
 		return f, fmt.Errorf("%w in the last %d log lines", ErrNoToken, len(res.lines))
 	}
 	return f, nil
@@ -55,7 +57,7 @@ type fileSource struct {
 
 func (s *fileSource) name() string { return SourceFile }
 
-func (s *fileSource) candidates(ctx context.Context, t Target) (found, error) {
+func (s *fileSource) candidates(ctx context.Context, t Target, refused func(tok string) bool) (found, error) {
 	if err := ctx.Err(); err != nil {
 		return found{}, err
 	}
@@ -64,7 +66,11 @@ func (s *fileSource) candidates(ctx context.Context, t Target) (found, error) {
 	if err != nil {
 		return f, fmt.Errorf("read token file: %w", err)
 	}
-	f.tokens = []string{tok}
+	if refused(tok) {
+		f.skipped = 1
+	} else {
+		f.tokens = []string{tok}
+	}
 	return f, nil
 }
 

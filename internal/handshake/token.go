@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 )
 
 // DefaultTokenPattern matches the agent app's launch line and nothing else:
@@ -26,8 +25,9 @@ const tokenGroup = "token"
 // the token goes into a request URI.
 const maxTokenLen = 1024
 
-// maxCandidates bounds the distinct tokens kept from one read of the logs.
-// A container start prints one launch line; more are planted or repeated.
+// maxCandidates bounds the distinct tokens not refused before kept from
+// one read of the logs. A container start prints one launch line; more are
+// planted or repeated.
 const maxCandidates = 16
 
 // tokenMatcher finds launch-token candidates in log lines.
@@ -72,31 +72,73 @@ func newTokenMatcher(pattern, streamName string) (*tokenMatcher, error) {
 	return m, nil
 }
 
-// candidates returns the distinct tokens of the matching lines, newest
-// first, given lines newest first; within a line the last match comes
-// first. Unfinished lines (a token at their end may be cut short), lines
-// of other streams, and matches that are empty, too long or hold spaces or
-// control characters are skipped.
-func (m *tokenMatcher) candidates(lines []logLine) []string {
-	var out []string
-	for _, l := range lines {
-		if l.unfinished || !m.streams[l.stream] {
-			continue
+// candidates returns the launch tokens worth exchanging, in the order to
+// try them, and how many distinct tokens it passed over because refused
+// (which may be nil) reports the app refused them before.
+//
+// head is the start of the container start's log, oldest line first; tail
+// its newest lines, newest first. The first launch line of head comes
+// first: the app prints it when it starts, before anything an agent in the
+// container can print, so lines planted after it never stand in its way.
+// Then the matches of tail, newest first (within a line the last match
+// first), for an app whose start is no longer on disk. Each distinct token
+// counts once. Refused tokens are dropped before the cap of maxCandidates
+// applies, so tokens refused before cannot crowd out one not yet tried;
+// at most refusedCacheSize distinct tokens are looked at, more than the
+// refused cache can hold for one pod. Unfinished lines (a token at their
+// end may be cut short), lines of other streams, and matches that are
+// empty, too long or hold spaces or control characters are skipped.
+func (m *tokenMatcher) candidates(head, tail []logLine, refused func(tok string) bool) (toks []string, skipped int) {
+	seen := make(map[string]struct{})
+	// take considers one match and reports whether to look for more.
+	take := func(tok []byte) bool {
+		if _, ok := seen[string(tok)]; ok {
+			return true
 		}
-		matches := m.re.FindAllSubmatchIndex(l.text, -1)
+		s := string(tok)
+		seen[s] = struct{}{}
+		if refused != nil && refused(s) {
+			skipped++
+		} else {
+			toks = append(toks, s)
+		}
+		return len(toks) < maxCandidates && len(seen) < refusedCacheSize
+	}
+	if tok, ok := m.first(head); ok && !take(tok) {
+		return toks, skipped
+	}
+	for _, l := range tail {
+		matches := m.matches(l)
 		for i := len(matches) - 1; i >= 0; i-- {
-			lo, hi := matches[i][2*m.group], matches[i][2*m.group+1]
-			if lo < 0 {
-				continue
+			if !take(matches[i]) {
+				return toks, skipped
 			}
-			tok := l.text[lo:hi]
-			if !validToken(tok) || slices.Contains(out, string(tok)) {
-				continue
-			}
-			out = append(out, string(tok))
-			if len(out) == maxCandidates {
-				return out
-			}
+		}
+	}
+	return toks, skipped
+}
+
+// first returns the first valid token of lines, oldest first.
+func (m *tokenMatcher) first(lines []logLine) ([]byte, bool) {
+	for _, l := range lines {
+		if matches := m.matches(l); len(matches) > 0 {
+			return matches[0], true
+		}
+	}
+	return nil, false
+}
+
+// matches returns the valid tokens of one line in line order, none for an
+// unfinished line or one of another stream.
+func (m *tokenMatcher) matches(l logLine) [][]byte {
+	if l.unfinished || !m.streams[l.stream] {
+		return nil
+	}
+	var out [][]byte
+	for _, loc := range m.re.FindAllSubmatchIndex(l.text, -1) {
+		lo, hi := loc[2*m.group], loc[2*m.group+1]
+		if lo >= 0 && validToken(l.text[lo:hi]) {
+			out = append(out, l.text[lo:hi])
 		}
 	}
 	return out

@@ -67,7 +67,7 @@ func TestTokenCandidates(t *testing.T) {
 	m := defaultMatcher(t)
 	for _, tc := range tokenCases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := m.candidates(stdoutLines(tc.lines...)); !slices.Equal(got, tc.want) {
+			if got, _ := m.candidates(nil, stdoutLines(tc.lines...), nil); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -96,7 +96,7 @@ func TestTokenStreams(t *testing.T) {
 			}
 			// The unfinished line is skipped on every stream: its
 			// token may still be growing.
-			if got := m.candidates(lines); !slices.Equal(got, tc.want) {
+			if got, _ := m.candidates(nil, lines, nil); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -136,7 +136,7 @@ func TestCustomTokenPattern(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := m.candidates(stdoutLines(tc.line)); !slices.Equal(got, tc.want) {
+			if got, _ := m.candidates(nil, stdoutLines(tc.line), nil); !slices.Equal(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -144,14 +144,52 @@ func TestCustomTokenPattern(t *testing.T) {
 }
 
 // TestCandidatesBounded: planted launch lines cannot grow a handshake's
-// work without bound.
+// work without bound, and the bound counts only tokens not refused before,
+// so refused ones never crowd out the rest.
 func TestCandidatesBounded(t *testing.T) {
 	var lines []string
 	for i := range 3 * maxCandidates {
 		lines = append(lines, launchLine(testToken(strings.Repeat("p", i+1))))
 	}
-	if got := defaultMatcher(t).candidates(stdoutLines(lines...)); len(got) != maxCandidates {
+	m := defaultMatcher(t)
+	if got, _ := m.candidates(nil, stdoutLines(lines...), nil); len(got) != maxCandidates {
 		t.Errorf("%d candidates, want %d", len(got), maxCandidates)
+	}
+	refused := func(tok string) bool {
+		return slices.ContainsFunc(lines[:2*maxCandidates], func(l string) bool { return strings.HasSuffix(l, tok) })
+	}
+	got, skipped := m.candidates(nil, stdoutLines(lines...), refused)
+	if want := lines[2*maxCandidates:]; len(got) != maxCandidates || !strings.HasSuffix(want[0], got[0]) || skipped != 2*maxCandidates {
+		t.Errorf("got %d candidates starting %q, %d skipped; want the %d not refused and %d skipped", len(got), got[0], skipped, maxCandidates, 2*maxCandidates)
+	}
+}
+
+// TestStartLaunchLineFirst: the first launch line of the container start
+// is tried before the newest ones, once, unless refused before.
+func TestStartLaunchLineFirst(t *testing.T) {
+	m := defaultMatcher(t)
+	head := stdoutLines("booting", launchLine(tokA), "ready", launchLine(tokB))
+	tail := stdoutLines(launchLine(tokHex32), launchLine(tokB), "ready", launchLine(tokA))
+	tests := []struct {
+		name    string
+		head    []logLine
+		refused []string
+		want    []string
+		skipped int
+	}{
+		{"start first, then newest", head, nil, []string{tokA, tokHex32, tokB}, 0},
+		{"no head", nil, nil, []string{tokHex32, tokB, tokA}, 0},
+		{"head without a launch line", stdoutLines("booting", "ready"), nil, []string{tokHex32, tokB, tokA}, 0},
+		{"start refused before", head, []string{tokA}, []string{tokHex32, tokB}, 1},
+		{"unfinished start line", []logLine{{stream: streamStdout, text: []byte(launchLine(tokB)), unfinished: true}}, nil, []string{tokHex32, tokB, tokA}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, skipped := m.candidates(tc.head, tail, func(tok string) bool { return slices.Contains(tc.refused, tok) })
+			if !slices.Equal(got, tc.want) || skipped != tc.skipped {
+				t.Errorf("got %q, %d skipped; want %q, %d", got, skipped, tc.want, tc.skipped)
+			}
+		})
 	}
 }
 
@@ -189,7 +227,7 @@ func FuzzTokenCandidates(f *testing.F) {
 			}
 			lines = append(lines, l)
 		}
-		got := m.candidates(lines)
+		got, _ := m.candidates(nil, lines, nil)
 		if len(got) > maxCandidates {
 			t.Fatalf("%d candidates", len(got))
 		}
@@ -204,7 +242,22 @@ func FuzzTokenCandidates(f *testing.F) {
 				t.Fatalf("candidate %q is on no stdout launch line of %q", tok, text)
 			}
 		}
-		for _, tok := range custom.candidates(lines) {
+		// The same lines as a container start's head: its first launch
+		// token leads, and refused tokens are left out and counted, not
+		// capped.
+		head := slices.Clone(lines)
+		slices.Reverse(head)
+		refused := func(tok string) bool { return len(tok)%2 == 0 }
+		withHead, skipped := m.candidates(head, lines, refused)
+		if first, ok := m.first(head); ok && !refused(string(first)) && (len(withHead) == 0 || withHead[0] != string(first)) {
+			t.Fatalf("candidates %q do not start with the start's token %q", withHead, first)
+		}
+		fresh := slices.DeleteFunc(slices.Clone(got), refused)
+		if len(withHead) > maxCandidates || len(withHead) < len(fresh) || slices.ContainsFunc(withHead, refused) {
+			t.Fatalf("candidates %q with the head, %q without, %d skipped", withHead, got, skipped)
+		}
+		customGot, _ := custom.candidates(head, lines, nil)
+		for _, tok := range customGot {
 			if !validToken([]byte(tok)) {
 				t.Fatalf("custom pattern candidate %q is not a valid token", tok)
 			}

@@ -21,7 +21,8 @@ const probeIdentity = "sandgate-preflight-probe"
 
 // header checks that the auth API trusts an identity header, that the
 // node proxies know the same header (they strip it from every peer outside
-// TRUSTED_PROXIES) and trust no catch-all range, and, with a ProbeURL,
+// TRUSTED_PROXIES) and trust no catch-all range and no node's address,
+// and, with a ProbeURL,
 // that an identity asserted in the header from here is not believed.
 func (s *state) header(ctx context.Context) ([]string, error) {
 	if len(s.authAPIs) == 0 {
@@ -54,8 +55,14 @@ func (s *state) header(ctx context.Context) ([]string, error) {
 		}
 		for _, cidr := range strings.Split(env["TRUSTED_PROXIES"], ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(cidr))
-			if err == nil && p.Bits() == 0 {
+			switch {
+			case err != nil:
+			case p.Bits() == 0:
 				reasons = append(reasons, fmt.Sprintf("%s trusts every peer (TRUSTED_PROXIES has %s): none has the identity header stripped", sh.what, p))
+			default:
+				if host, ok := s.hostIn(p); ok {
+					reasons = append(reasons, fmt.Sprintf("%s trusts %s (TRUSTED_PROXIES has %s), a node's address: every host-network process there can assert any user; trust the pod CIDR only (hops count by their proof)", sh.what, host, p))
+				}
 			}
 		}
 	}
@@ -65,6 +72,22 @@ func (s *state) header(ctx context.Context) ([]string, error) {
 		}
 	}
 	return reasons, nil
+}
+
+// hostIn returns a node address in p: the host IP of a pod read, or an
+// address of AllowedCIDRs (the node CIDR admitted to the node proxies).
+func (s *state) hostIn(p netip.Prefix) (netip.Addr, bool) {
+	for _, pod := range s.pods {
+		if a, err := netip.ParseAddr(pod.Status.HostIP); err == nil && p.Contains(a) {
+			return a, true
+		}
+	}
+	for _, c := range s.o.AllowedCIDRs {
+		if p.Overlaps(c) {
+			return c.Addr(), true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 // probe asserts probeIdentity in header at ProbeURL, from here, twice,

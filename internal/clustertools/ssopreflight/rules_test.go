@@ -80,3 +80,24 @@ func TestCheckPeer(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestHostIn: a trusted range that holds a node's address (a pod's host IP
+// or the node CIDR admitted by ipBlock) is found; the pod CIDR is not.
+func TestHostIn(t *testing.T) {
+	o := Defaults()
+	o.AllowedCIDRs = []netip.Prefix{netip.MustParsePrefix("10.200.0.0/24")}
+	s := &state{o: o, pods: []corev1.Pod{{Status: corev1.PodStatus{HostIP: "10.128.0.2", PodIP: "10.244.1.7"}}}}
+	for _, tc := range []struct {
+		trusted string
+		want    bool
+	}{
+		{"10.0.0.0/8", true},
+		{"10.128.0.0/20", true},
+		{"10.200.0.0/16", true},
+		{"10.244.0.0/16", false},
+	} {
+		if _, got := s.hostIn(netip.MustParsePrefix(tc.trusted)); got != tc.want {
+			t.Errorf("hostIn(%s) = %v, want %v", tc.trusted, got, tc.want)
+		}
+	}
+}
