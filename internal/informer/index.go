@@ -81,8 +81,9 @@ type Route struct {
 	State State
 	// Sandbox is the adopted Sandbox's name; empty before adoption.
 	Sandbox string
-	// Node runs the sandbox's pod and NodeIP is its InternalIP; set when
-	// State is StateReady.
+	// Node runs the sandbox's pod: set once the pod is scheduled, Ready or
+	// not (the waking page shows that step). NodeIP is its InternalIP, set
+	// when State is StateReady.
 	Node   string
 	NodeIP string
 	// Local reports that Node is this node; Pod is then set.
@@ -222,6 +223,7 @@ func (x *Index) route(name string) Route {
 		r.State = StateStopped
 		return r
 	case !s.ready || s.node == "":
+		r.Node = s.node
 		return r
 	}
 	if s.node != x.opts.NodeName {

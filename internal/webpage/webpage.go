@@ -81,8 +81,11 @@ type Link struct {
 type Message struct {
 	// Title is the document title and the page's heading.
 	Title string
-	// Lines are paragraphs of plain text.
+	// Lines are paragraphs of plain text. The first says what happened;
+	// Steps and Facts follow it, then the others (what to do).
 	Lines []string
+	// Steps are the stages of a wait, each with how far it got.
+	Steps []Step
 	// Facts are shown as a term/description list (e.g. the agent's state).
 	Facts [][2]string
 	Links []Link
@@ -92,7 +95,58 @@ type Message struct {
 	Alert bool
 }
 
-var messageTmpl = template.Must(Templates().New("message").Parse(`<!doctype html>
+// Step is one stage of a wait, shown in order with the others.
+type Step struct {
+	Text  string
+	State StepState
+}
+
+// StepState is how far a Step got.
+type StepState uint8
+
+// States of a Step.
+const (
+	// StepWaiting is a stage not reached, or not seen yet.
+	StepWaiting StepState = iota
+	// StepActive is the stage under way.
+	StepActive
+	// StepDone is a stage passed.
+	StepDone
+	// StepFailed is the stage the wait failed at.
+	StepFailed
+)
+
+// String is the state in words, shown after the step's text, so that it
+// never rests on colour or a symbol alone.
+func (s StepState) String() string {
+	switch s {
+	case StepActive:
+		return "in progress"
+	case StepDone:
+		return "done"
+	case StepFailed:
+		return "failed"
+	}
+	return "waiting"
+}
+
+// class is the state's class in Style.
+func (s StepState) class() string {
+	switch s {
+	case StepActive:
+		return "step-active"
+	case StepDone:
+		return "step-done"
+	case StepFailed:
+		return "step-failed"
+	}
+	return "step-waiting"
+}
+
+var messageTmpl = template.Must(Templates().New("message").Funcs(template.FuncMap{
+	"stepClass":  StepState.class,
+	"stepActive": func(s StepState) bool { return s == StepActive },
+}).Parse(`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -109,8 +163,9 @@ var messageTmpl = template.Must(Templates().New("message").Parse(`<!doctype html
 <h1>{{.Title}}</h1>
 {{- range $i, $l := .Lines}}
 <p{{if and $.Alert (eq $i 0)}} class="error" role="alert"{{end}}>{{$l}}</p>
+{{- if eq $i 0}}{{template "progress" $}}{{end}}
+{{- else}}{{template "progress" .}}
 {{- end}}
-{{- template "facts" .Facts}}
 {{- if .Links}}
 <nav aria-label="Next steps">
 {{- range .Links}}
@@ -121,6 +176,16 @@ var messageTmpl = template.Must(Templates().New("message").Parse(`<!doctype html
 </main>
 </body>
 </html>
+{{- define "progress"}}
+{{- if .Steps}}
+<ol class="steps" aria-label="Progress">
+{{- range .Steps}}
+<li class="{{stepClass .State}}"{{if stepActive .State}} aria-current="step"{{end}}>{{.Text}}: <span class="step-state">{{.State}}</span></li>
+{{- end}}
+</ol>
+{{- end}}
+{{- template "facts" .Facts}}
+{{- end}}
 `))
 
 // Render writes m as a complete page.

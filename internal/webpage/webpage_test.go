@@ -45,7 +45,16 @@ func TestRenderMessage(t *testing.T) {
 			[]string{"<title>&lt;b&gt;x&lt;/b&gt;</title>", "&#34;quoted&#34; &amp; &lt;i&gt;"}, []string{"<b>x", "<i>"}},
 		{"refresh and facts", Message{Title: "w", Refresh: 3, Facts: [][2]string{{"State", "suspended"}}},
 			[]string{`<meta http-equiv="refresh" content="3">`, "<dt>State</dt><dd>suspended</dd>"}, nil},
-		{"no refresh", Message{Title: "w"}, nil, []string{"refresh", "<dl>", "<nav"}},
+		{"no refresh", Message{Title: "w"}, nil, []string{"refresh", "<dl>", "<nav", "<ol"}},
+		{"steps and facts after the first line", Message{Title: "w", Lines: []string{"what happened", "what to do"}, Facts: [][2]string{{"State", "pending"}},
+			Steps: []Step{{Text: "Asked", State: StepDone}, {Text: "Starting", State: StepActive}, {Text: "Scheduled"}, {Text: "Answering", State: StepFailed}}},
+			[]string{"<p>what happened</p>\n<ol class=\"steps\" aria-label=\"Progress\">\n" +
+				`<li class="step-done">Asked: <span class="step-state">done</span></li>` + "\n" +
+				`<li class="step-active" aria-current="step">Starting: <span class="step-state">in progress</span></li>` + "\n" +
+				`<li class="step-waiting">Scheduled: <span class="step-state">waiting</span></li>` + "\n" +
+				`<li class="step-failed">Answering: <span class="step-state">failed</span></li>` + "\n</ol>\n<dl>",
+				"</dl>\n<p>what to do</p>"}, nil},
+		{"steps without lines", Message{Title: "w", Steps: []Step{{Text: "Asked"}}}, []string{"<h1>w</h1>\n<ol class=\"steps\""}, nil},
 		{"alert and links", Message{Title: "e", Alert: true, Lines: []string{"bad"}, Links: []Link{{Href: "/", Text: "Sign in"}, {Href: "javascript:alert(1)", Text: "x", Secondary: true}}},
 			[]string{`<p class="error" role="alert">bad</p>`, `<a class="button" href="/">Sign in</a>`, `class="button secondary" href="#ZgotmplZ"`}, []string{"javascript:"}},
 	} {

@@ -1,6 +1,7 @@
 package authapi
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 
@@ -31,24 +32,59 @@ func (s *Server) nextSteps(w http.ResponseWriter, r *http.Request, code int) []w
 	return []webpage.Link{home}
 }
 
-// errorHeading says in a few words what an error page's status means.
-func errorHeading(code int) string {
-	switch code {
-	case http.StatusUnauthorized:
-		return "Sign in required"
-	case http.StatusForbidden:
-		return "Not allowed"
-	case http.StatusNotFound:
-		return "Not found"
-	case http.StatusTooManyRequests:
-		return "Too many attempts"
-	case http.StatusServiceUnavailable:
-		return "Try again shortly"
+// errorPage answers a browser's refusal with the message page every
+// binary shows (webpage.Message): what happened in words a person can act
+// on (pageText) and the next steps.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, code int, reason string) {
+	title, text := pageText(code, reason)
+	var buf bytes.Buffer
+	if err := webpage.Render(&buf, webpage.Message{Title: title, Lines: []string{text}, Links: s.nextSteps(w, r, code), Alert: true}); err != nil {
+		s.log.Error("render error page", "reason", reason, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	s.writePage(w, r, code, buf.Bytes())
+}
+
+// pageText is an error page's title and text for a refusal of status
+// code with statusOf's reason.
+func pageText(code int, reason string) (title, text string) {
+	switch reason {
+	case "not_found":
+		return "Page not found", "There is no page at this address. Check the link, or go on from the start page."
+	case "no_session":
+		return "Sign in required", "You are not signed in, or your session has ended. Sign in with your user name and access token."
+	case "forbidden":
+		return "Not your account", "This page acts on another account: you can only see and change your own."
+	case "no_account":
+		return "Account not found", "This account no longer exists. You can sign up again on the start page."
+	case "bad_origin":
+		return "Request refused", "This form was sent from another site, so it was not accepted. Use the forms on this site's own pages."
+	case "not_navigation":
+		return "Open this from your account page", "A new access token is only shown on a page you open yourself: use the button on your account page."
+	case "not_confirmed":
+		return "Nothing was deleted", "The name you typed did not match your user name. To delete the account, type the name exactly on the delete page."
+	case "recreating":
+		return "Your workspace is being recreated", "A recreate of this account is under way. Wait a few seconds, then try again."
+	case "rate_limited":
+		return "Too many attempts", "Too many sign-up or sign-in attempts came from your address. Wait a little, then try again."
+	case "too_large":
+		return "Too much data", "What the form sent is larger than this service accepts."
+	case "bad_request", "unsupported_media":
+		return "The form could not be read", "Go back to the start page and send the form again."
+	case "bad_invite":
+		return "Invite code needed", "Signing up needs the current invite code: ask the people who run this service for it."
+	case "exists":
+		return "That name is taken", "An account with this name exists. If it is yours, sign in with its access token; if not, sign up with another name."
+	case "invalid_user":
+		return "User name not allowed", userRule
+	case "bad_credentials":
+		return "Sign-in failed", "This user name and access token do not open an account. Check both, then sign in again."
 	}
 	if code >= 500 {
-		return "Something went wrong"
+		return "Try again shortly", "The service is starting or cannot reach the cluster right now. Try again in a few seconds."
 	}
-	return "That did not work"
+	return "That did not work", "The request was refused. Go on from the start page."
 }
 
 // cookieUser names the user of the session cookie, if it verifies (expired

@@ -82,7 +82,7 @@ func FuzzSignupInput(f *testing.F) {
 		if sso != "" && !strings.ContainsAny(sso, "\r\n") {
 			r.Header.Set("X-Forwarded-User", sso)
 		}
-		user, err := s.readSignup(httptest.NewRecorder(), r)
+		_, user, err := s.readSignup(httptest.NewRecorder(), r)
 		if err != nil {
 			if code, _, msg := statusOf(err); code >= 500 || msg == "" {
 				t.Fatalf("error %v maps to %d %q", err, code, msg)
@@ -126,7 +126,7 @@ func TestSignupInputSeedsAsTable(t *testing.T) {
 		if tc.sso != "" {
 			r.Header.Set("X-Forwarded-User", tc.sso)
 		}
-		user, err := s.readSignup(httptest.NewRecorder(), r)
+		_, user, err := s.readSignup(httptest.NewRecorder(), r)
 		code := 0
 		if err != nil {
 			code, _, _ = statusOf(err)

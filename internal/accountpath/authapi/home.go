@@ -9,21 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
 // idleView is what the account home asks of the sweeper, when the
-// Activity it was given offers it (only the leader knows): when a sandbox
-// was last used, and when it will be suspended if it stays unused.
+// Activity it was given offers it: what the idle rule says of a sandbox.
 type idleView interface {
-	Idle(k activity.Key, now time.Time) (lastActive, suspendAt time.Time, ok bool)
+	Idle(sb *agents.Sandbox, now time.Time) sweeper.Suspension
 }
 
+var _ idleView = (*sweeper.Sweeper)(nil)
+
 // agentFacts describes the claim's agent for its owner's landing page:
-// when it was last active (or since when it runs or sleeps), when it will
-// be suspended, and its workspace size. What cannot be read is left out.
+// since when it runs for this user (or sleeps), when it was last active
+// where this replica knows it, when the idle rule suspends it, and its
+// workspace size. What cannot be read is left out.
 func (s *Server) agentFacts(ctx context.Context, c *extensions.SandboxClaim, state string) [][2]string {
 	if c == nil || c.Status.Sandbox.Name == "" {
 		return nil
@@ -34,34 +36,56 @@ func (s *Server) agentFacts(ctx context.Context, c *extensions.SandboxClaim, sta
 	}
 	now := s.opts.Now()
 	var facts [][2]string
-	idle, known := s.opts.Activity.(idleView)
-	var last, suspendAt time.Time
-	if known {
-		last, suspendAt, known = idle.Idle(activity.Key{Namespace: sb.Namespace, Name: sb.Name}, now)
-	}
-	switch {
-	case known && !last.IsZero():
-		facts = append(facts, [2]string{"Last active", when(last, now)})
-	case state == StateReady:
-		if t := conditionSince(sb.Status.Conditions, agents.ConditionReady); !t.IsZero() {
-			facts = append(facts, [2]string{"Running since", when(t, now)})
-		}
-	case state == StateSuspended:
+	switch state {
+	case StateReady:
+		facts = append(facts, [2]string{"Running since", when(runningSince(c, sb), now)})
+		facts = append(facts, s.suspendFacts(sb, now)...)
+	case StateSuspended:
 		if t := conditionSince(sb.Status.Conditions, agents.ConditionSuspended); !t.IsZero() {
 			facts = append(facts, [2]string{"Suspended since", when(t, now)})
 		}
-	}
-	if state == StateReady {
-		v := "after a while without use; it wakes again when you open it"
-		if known && !suspendAt.IsZero() {
-			v = "around " + when(suspendAt, now) + " unless it is used"
-		}
-		facts = append(facts, [2]string{"Suspends", v})
 	}
 	if size := workspaceSize(sb); size != "" {
 		facts = append(facts, [2]string{"Workspace", size})
 	}
 	return facts
+}
+
+// runningSince is when the agent started running for its user: the
+// later of the claim's creation (a warm-pool sandbox was Ready before its
+// user signed up) and the sandbox's last Ready transition (a wake).
+func runningSince(c *extensions.SandboxClaim, sb *agents.Sandbox) time.Time {
+	since := c.CreationTimestamp.Time
+	if t := conditionSince(sb.Status.Conditions, agents.ConditionReady); t.After(since) {
+		since = t
+	}
+	return since
+}
+
+// suspendFacts are the last use and the suspension the idle rule gives a
+// Ready sandbox, or why no time can be given.
+func (s *Server) suspendFacts(sb *agents.Sandbox, now time.Time) [][2]string {
+	idle, ok := s.opts.Activity.(idleView)
+	if !ok {
+		return [][2]string{{"Suspends", "never: idle suspend is not running on this service"}}
+	}
+	v := idle.Idle(sb, now)
+	var facts [][2]string
+	if !v.LastActive.IsZero() {
+		facts = append(facts, [2]string{"Last active", when(v.LastActive, now)})
+	}
+	after := "after " + span(v.IdleTimeout) + " without use"
+	switch {
+	case v.Busy:
+		return append(facts, [2]string{"Suspends", "not while it is in use (a request or connection is open); then " + after})
+	case v.Exact && v.At.After(now):
+		return append(facts, [2]string{"Suspends", "around " + when(v.At, now) + " unless it is used; each use moves this later"})
+	case v.Exact:
+		return append(facts, [2]string{"Suspends", "within moments: it has not been used for " + span(v.IdleTimeout)})
+	case v.At.After(now):
+		return append(facts, [2]string{"Suspends", after + ", not before " + when(v.At, now) + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
+	}
+	return append(facts, [2]string{"Suspends", after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
 }
 
 // conditionSince is when condition typ last became True, or zero.
@@ -98,6 +122,17 @@ func when(t, now time.Time) string {
 		d, rel = -d, "from now"
 	}
 	return fmt.Sprintf("%s UTC (%s %s)", t.UTC().Format("2006-01-02 15:04"), roughly(d), rel)
+}
+
+// span says a setting's duration for people.
+func span(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", int(d/time.Second))
+	}
+	if d < time.Hour || d%time.Hour != 0 {
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	}
+	return fmt.Sprintf("%d h", int(d/time.Hour))
 }
 
 // roughly rounds d for people.

@@ -18,6 +18,9 @@ type input struct {
 	Invite  string `json:"invite"`
 	Token   string `json:"token"`
 	Confirm string `json:"confirm"`
+	// Next is the sign-in form's deep link (nextOf bounds it), not read
+	// from JSON.
+	Next string `json:"-"`
 }
 
 // maxFieldLen bounds each field; user names and tokens are far shorter.
@@ -71,6 +74,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 			Invite:  r.PostFormValue("invite"),
 			Token:   r.PostFormValue("token"),
 			Confirm: r.PostFormValue("confirm"),
+			Next:    r.PostFormValue("next"),
 		}
 	case "":
 		n, err := io.Copy(io.Discard, r.Body)

@@ -2,6 +2,7 @@ package authapi
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -44,8 +45,11 @@ type keyState struct {
 	signer   *jwt.Signer
 	origin   *jwt.Signer // origin sessions (subdomain routing)
 	entry    *jwt.Signer // single-use entry codes
-	flashKey []byte      // kept in the Secret, unused since tokens are never stored in cookies
-	version  string      // the Secret's resourceVersion
+	flashKey []byte      // the Secret's flash-key, from which view is derived
+	// view seals a new bearer token into the token view's cookie
+	// (tokenview.go); every replica derives the same from the Secret.
+	view    cipher.AEAD
+	version string // the Secret's resourceVersion
 }
 
 // keyStore keeps the signing keys in one Secret shared by every replica:
@@ -237,7 +241,11 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build entry code signer: %w", err)
 	}
-	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, version: sec.ResourceVersion}, nil
+	view, err := tokenViewCipher(flashKey)
+	if err != nil {
+		return nil, fmt.Errorf("build token view cipher: %w", err)
+	}
+	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, view: view, version: sec.ResourceVersion}, nil
 }
 
 // freshData returns the data of a new signing Secret: ring's keys, or a new

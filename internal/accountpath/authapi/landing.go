@@ -15,11 +15,11 @@ import (
 //go:embed templates/*.html
 var templateFS embed.FS
 
-// pageData is everything a page shows.
+// pageData is everything a page of the templates shows; error and
+// other message pages are webpage.Message (errorpage.go).
 type pageData struct {
-	Page           string // "landing", "token", "recreate", "delete" or "error"
-	Status         int
-	Error          string
+	Page           string // "landing", "token", "recreate" or "delete"
+	Title          string
 	User           string
 	State          string
 	AgentURL       string
@@ -29,9 +29,13 @@ type pageData struct {
 	Refresh        bool
 	// Facts describe the signed-in user's agent on the landing page.
 	Facts [][2]string
-	// Heading and Links are an error page's title and next steps.
-	Heading string
-	Links   []webpage.Link
+	// Signup and Login are the anonymous landing page's forms as a
+	// refusal shows them again.
+	Signup, Login formState
+	// Next is the deep link a sign-in goes on to (nextOf).
+	Next string
+	// UserRule says which user names are allowed.
+	UserRule string
 }
 
 // pages holds the parsed templates and the Content-Security-Policy of
@@ -51,45 +55,42 @@ func loadPages(formTargets ...string) (*pages, error) {
 	return &pages{tmpl: tmpl, csp: webpage.CSP(formTargets...)}, nil
 }
 
-// renderPage writes a page with the security headers every page carries.
+// renderPage writes a page of the templates with the security headers
+// every page carries.
 func (s *Server) renderPage(w http.ResponseWriter, r *http.Request, code int, d pageData) {
-	if d.Page == "" {
-		d.Page = "error"
-	}
-	if d.Page == "error" {
-		d.Heading = errorHeading(code)
-		if d.Links == nil {
-			d.Links = s.nextSteps(w, r, code)
-		}
-	}
+	d.UserRule = userRule
 	var buf bytes.Buffer
 	if err := s.pages.tmpl.ExecuteTemplate(&buf, "page", d); err != nil {
 		s.log.Error("render page", "page", d.Page, "error", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	s.writePage(w, r, code, buf.Bytes())
+}
+
+// writePage sends a rendered page with the headers of webpage.Headers.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, code int, page []byte) {
 	h := w.Header()
 	for _, kv := range webpage.Headers(s.pages.csp) {
 		h.Set(kv[0], kv[1])
 	}
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(page)
 	}
 }
 
-// handleLanding shows signup and login, or the signed-in user's account
+// handleLanding shows signup and sign-in, or the signed-in user's account
 // home: the agent's state and facts about it, and the account actions. It
 // never shows a bearer token: in path routing an agent's script shares
-// this origin and could read the page.
+// this origin and could read the page. A deep link in ?next= (where a
+// node proxy sends a signed-out browser) rides along in the sign-in form.
 func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
-	d := pageData{Page: "landing", InviteRequired: s.opts.InviteCode != ""}
-	if u, ok := s.proxyUser(r); ok {
-		d.SSOUser = u
-	}
+	d := s.anonymousPage(r, r.URL.Query().Get("next"))
 	sess, err := s.readSession(w, r)
 	switch {
 	case err == nil:
+		d.Title = "Your account"
 		d.User = sess.account.User
 		d.State = s.claims.state(r.Context(), sess.claim)
 		d.Facts = s.agentFacts(r.Context(), sess.claim, d.State)
@@ -103,6 +104,19 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 	s.renderPage(w, r, http.StatusOK, d)
 }
 
+// anonymousPage is the landing page with the signup and sign-in forms,
+// the sign-in carrying next when it is a deep link nextOf admits.
+func (s *Server) anonymousPage(r *http.Request, next string) pageData {
+	d := pageData{Page: "landing", Title: "Sign up or sign in", InviteRequired: s.opts.InviteCode != ""}
+	if u, ok := s.proxyUser(r); ok {
+		d.SSOUser = u
+	}
+	if n, ok := nextOf(next); ok {
+		d.Next = n
+	}
+	return d
+}
+
 // handleRecreateConfirm is the confirmation step before POST /recreate.
 func (s *Server) handleRecreateConfirm(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.readSession(w, r)
@@ -110,7 +124,7 @@ func (s *Server) handleRecreateConfirm(w http.ResponseWriter, r *http.Request) {
 		seeOther(w, r, "/")
 		return
 	}
-	s.renderPage(w, r, http.StatusOK, pageData{Page: "recreate", User: sess.account.User})
+	s.renderPage(w, r, http.StatusOK, pageData{Page: "recreate", Title: "Recreate your workspace?", User: sess.account.User})
 }
 
 // handleDeleteConfirm is the confirmation step before deleting an account.
@@ -121,10 +135,10 @@ func (s *Server) handleDeleteConfirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PathValue("user") != sess.account.User {
-		s.renderPage(w, r, http.StatusForbidden, pageData{Error: ErrForbidden.Error()})
+		s.fail(w, r, ErrForbidden)
 		return
 	}
-	s.renderPage(w, r, http.StatusOK, pageData{Page: "delete", User: sess.account.User})
+	s.renderPage(w, r, http.StatusOK, pageData{Page: "delete", Title: "Delete your account?", User: sess.account.User})
 }
 
 // browserSignupWait bounds how long a browser's signup waits for its

@@ -9,12 +9,13 @@ import (
 
 // handleLogin exchanges a bearer token (Authorization header, or the token
 // field of a form or JSON body, with an optional user) for a session cookie.
-// The rate limit has already run.
+// A browser goes on to the form's next when nextOf admits it, else to its
+// agent. The rate limit has already run.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	a, err := s.readLogin(w, r)
+	in, a, err := s.readLogin(w, r)
 	if err != nil {
 		s.opts.Metrics.Logins.WithLabelValues("rejected").Inc()
-		s.fail(w, r, err)
+		s.refuseLogin(w, r, err, in)
 		return
 	}
 	if _, err := s.startSession(w, a); err != nil {
@@ -24,19 +25,25 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	s.opts.Metrics.Logins.WithLabelValues("ok").Inc()
 	s.log.Info("login", "user", a.User)
 	if browser(r) {
-		seeOther(w, r, agentPath(a.User))
+		to := agentPath(a.User)
+		if next, ok := nextOf(in.Next); ok {
+			to = next
+		}
+		seeOther(w, r, to)
 		return
 	}
 	writeJSON(w, http.StatusOK, accountResponse{User: a.User, State: s.claims.state(r.Context(), s.claims.get(a.User)), URL: agentPath(a.User)})
 }
 
-func (s *Server) readLogin(w http.ResponseWriter, r *http.Request) (account.Account, error) {
+// readLogin reads a login and finds the account it opens; it returns
+// what was sent, also when it refuses it.
+func (s *Server) readLogin(w http.ResponseWriter, r *http.Request) (input, account.Account, error) {
 	if err := s.checkOriginIfPresent(r); err != nil {
-		return account.Account{}, err
+		return input{}, account.Account{}, err
 	}
 	in, err := s.readInput(w, r)
 	if err != nil {
-		return account.Account{}, err
+		return in, account.Account{}, err
 	}
 	token := bearer(r)
 	if token == "" {
@@ -46,15 +53,15 @@ func (s *Server) readLogin(w http.ResponseWriter, r *http.Request) (account.Acco
 	if sso, ok := s.proxyUser(r); ok && token == "" {
 		noteActor(r, sso, authSSO)
 		if a, _, ok := s.claims.accountOf(sso); ok {
-			return a, nil
+			return in, a, nil
 		}
-		return account.Account{}, ErrBadCredentials
+		return in, account.Account{}, ErrBadCredentials
 	}
 	a, err := s.checkToken(in.User, token)
 	if err == nil {
 		noteActor(r, a.User, authToken)
 	}
-	return a, err
+	return in, a, err
 }
 
 // checkToken finds the account a bearer token opens: user's when a user is

@@ -25,7 +25,18 @@ type errorBody struct {
 // fail answers with the status statusOf gives err: a page for browsers, JSON
 // otherwise. The client sees only the safe message; the log gets the cause.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code, reason, msg := statusOf(err)
+	code, reason, msg := s.refused(w, r, err)
+	if browser(r) {
+		s.errorPage(w, r, code, reason)
+		return
+	}
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+// refused records a refusal (the audit reason, the rejection metric, the
+// log line), sets its Retry-After, and returns what statusOf gives err.
+func (s *Server) refused(w http.ResponseWriter, r *http.Request, err error) (code int, reason, msg string) {
+	code, reason, msg = statusOf(err)
 	auditOf(r).reason = reason
 	s.opts.Metrics.Rejections.WithLabelValues(reason).Inc()
 	if code >= 500 {
@@ -36,11 +47,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if v, ok := retryAfterHeader(err); ok {
 		w.Header().Set("Retry-After", v)
 	}
-	if browser(r) {
-		s.renderPage(w, r, code, pageData{Error: msg, Status: code})
-		return
-	}
-	writeJSON(w, code, errorBody{Error: msg})
+	return code, reason, msg
 }
 
 // seeOther redirects a browser after a form post.

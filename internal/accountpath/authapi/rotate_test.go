@@ -57,8 +57,8 @@ func TestRotateTokenKillsTheOldTokenAndEverySession(t *testing.T) {
 	if !strings.Contains(page, `action="/users/alice/token"`) {
 		t.Fatalf("landing page offers no rotation: %d", resp.StatusCode)
 	}
-	resp, page = in.do(t, req{method: "POST", path: "/users/alice/token", form: map[string][]string{}, cookies: []*http.Cookie{fresh}, header: withHeaders(in.origin(), navigation)})
-	next := between(page, "<pre>", "</pre>")
+	resp, _ = in.do(t, req{method: "POST", path: "/users/alice/token", form: map[string][]string{}, cookies: []*http.Cookie{fresh}, header: withHeaders(in.origin(), navigation)})
+	resp, _, next := in.tokenView(t, resp)
 	c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

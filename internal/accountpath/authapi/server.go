@@ -100,6 +100,7 @@ func (s *Server) routes() {
 	pub.Handle("GET /users/{user}/delete", s.route("delete_confirm", s.handleDeleteConfirm))
 	pub.Handle("POST /users/{user}/delete", s.route("delete", s.handleDelete))
 	pub.Handle("POST /users/{user}/token", s.route("rotate", s.handleRotate))
+	pub.Handle("GET /users/{user}/token", s.route("token_view", s.handleTokenView))
 	pub.Handle("POST /users/{user}/logout", s.route("logout_everywhere", s.handleLogoutEverywhere))
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))

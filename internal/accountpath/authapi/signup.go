@@ -27,17 +27,17 @@ type accountResponse struct {
 // handleSignup runs signup -> claim -> session. The rate limit has already
 // run, before the body is read.
 func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
-	user, err := s.readSignup(w, r)
+	in, user, err := s.readSignup(w, r)
 	if err != nil {
 		s.opts.Metrics.Signups.WithLabelValues("rejected").Inc()
-		s.fail(w, r, err)
+		s.refuseSignup(w, r, err, in)
 		return
 	}
 	token := newBearerToken()
 	a := account.Account{User: user, TokenHash: account.HashToken(token), Epoch: account.FirstEpoch}
 	if err := s.reserved.check(r.Context(), user, s.opts.Now()); err != nil {
 		s.opts.Metrics.Signups.WithLabelValues("exists").Inc()
-		s.fail(w, r, err)
+		s.refuseSignup(w, r, err, in)
 		return
 	}
 	claim, err := s.claims.create(r.Context(), user, a.TokenHash, a.Epoch)
@@ -47,7 +47,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 			outcome = "exists"
 		}
 		s.opts.Metrics.Signups.WithLabelValues(outcome).Inc()
-		s.fail(w, r, err)
+		s.refuseSignup(w, r, err, in)
 		return
 	}
 	if err := s.reserved.check(r.Context(), user, claim.CreationTimestamp.Time); err != nil {
@@ -55,7 +55,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 		if rerr := s.claims.remove(context.WithoutCancel(r.Context()), claim); rerr != nil {
 			s.log.Warn("signup: remove a claim taken during a recreate", "user", user, "error", rerr)
 		}
-		s.fail(w, r, err)
+		s.refuseSignup(w, r, err, in)
 		return
 	}
 	a.UID = string(claim.UID)
@@ -70,26 +70,24 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 	s.respondAccount(w, r, user, token, ready)
 }
 
-// respondAccount answers a signup, recreate or token rotation: a browser
-// that was given a new token sees it on a page of this response alone
-// (never stored, never shown again), with a link on to its agent; one
-// that was not is redirected to its agent. A JSON client gets 201 when
-// the sandbox is Ready and 202 while it still wakes.
-//
-// The token page is sent with Cross-Origin-Opener-Policy: same-origin, so
-// the browser opens it in a browsing context group of its own: a window
-// that an agent's script opened (or the tab an agent page navigated away
-// from, with any window it opened) keeps no handle on it, though in path
-// routing they share its origin. Node proxies drop COOP from apps on the
-// shared origin, so no agent page can be in the token page's group.
+// respondAccount answers a signup, recreate or token rotation. A browser
+// that was given a new token is sent (303) to the token view, which shows
+// it once (tokenview.go), so no reload repeats the request; one that was
+// not is sent to its agent. A JSON client gets 201 when the sandbox is
+// Ready and 202 while it still wakes.
 func (s *Server) respondAccount(w http.ResponseWriter, r *http.Request, user, token string, ready bool) {
 	if browser(r) {
-		if token != "" {
-			w.Header().Set("Cross-Origin-Opener-Policy", "same-origin")
-			s.renderPage(w, r, http.StatusOK, pageData{Page: "token", User: user, Token: token, AgentURL: agentPath(user)})
+		if token == "" {
+			seeOther(w, r, agentPath(user))
 			return
 		}
-		seeOther(w, r, agentPath(user))
+		ck, err := s.tokenCookie(user, token)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		http.SetCookie(w, ck)
+		seeOther(w, r, tokenViewPath(user))
 		return
 	}
 	code, state := http.StatusAccepted, StateWaking
@@ -101,17 +99,17 @@ func (s *Server) respondAccount(w http.ResponseWriter, r *http.Request, user, to
 
 // readSignup reads and checks a signup: body size, invite, user name (which
 // must match the SSO proxy's user when AUTH_PROXY_HEADER is set). It creates
-// nothing.
-func (s *Server) readSignup(w http.ResponseWriter, r *http.Request) (string, error) {
+// nothing. It returns what was sent, also when it refuses it.
+func (s *Server) readSignup(w http.ResponseWriter, r *http.Request) (input, string, error) {
 	if err := s.checkOriginIfPresent(r); err != nil {
-		return "", err
+		return input{}, "", err
 	}
 	in, err := s.readInput(w, r)
 	if err != nil {
-		return "", err
+		return in, "", err
 	}
 	if err := s.checkInvite(in.Invite, r.Header.Get("X-Signup-Invite")); err != nil {
-		return "", err
+		return in, "", err
 	}
 	user := in.User
 	noteActor(r, user, authNone)
@@ -121,13 +119,13 @@ func (s *Server) readSignup(w http.ResponseWriter, r *http.Request) (string, err
 		}
 		noteActor(r, user, authSSO)
 		if user != sso {
-			return "", fmt.Errorf("%w: signup for %q by SSO user %q", ErrForbidden, user, sso)
+			return in, "", fmt.Errorf("%w: signup for %q by SSO user %q", ErrForbidden, user, sso)
 		}
 	}
 	if err := account.ValidateUser(user); err != nil {
-		return "", invalidUser(err)
+		return in, "", invalidUser(err)
 	}
-	return user, nil
+	return in, user, nil
 }
 
 // checkInvite compares the invite from the form or header with

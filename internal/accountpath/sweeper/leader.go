@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,8 @@ type term struct {
 	validUntil time.Time // last successful acquire or renew + RenewDeadline
 	cancel     context.CancelFunc
 	done       chan struct{} // closed when the sweep loop has returned
+	// state is the sweep loop's memory, which Idle reads.
+	state atomic.Pointer[sweepState]
 }
 
 // renewed records an acquire or renew that succeeded and started at start.

@@ -3,6 +3,7 @@ package sweeper
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +17,7 @@ import (
 type sweepState struct {
 	// seen is when this term first saw each sandbox Running under a
 	// managed claim; the idle clock never starts earlier.
-	seen map[activity.Key]seenAt
+	seen firstSeen
 	// patched holds the resourceVersion each suspended sandbox had, until
 	// the cache moves past it.
 	patched map[activity.Key]string
@@ -32,13 +33,57 @@ type seenAt struct {
 	at  time.Time
 }
 
+// firstSeen is sweepState.seen: the sweep loop writes it, account pages
+// read it through Idle, so it has a lock of its own.
+type firstSeen struct {
+	mu sync.Mutex
+	m  map[activity.Key]seenAt
+}
+
+// note returns when sandbox uid at k was first seen, recording now if it
+// was not (or another sandbox had k).
+func (f *firstSeen) note(k activity.Key, uid types.UID, now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first, ok := f.m[k]
+	if !ok || first.uid != uid {
+		first = seenAt{uid: uid, at: now}
+		f.m[k] = first
+	}
+	return first.at
+}
+
+// at returns when sandbox uid at k was first seen, or now if it was not
+// yet: the next sweep records about that.
+func (f *firstSeen) at(k activity.Key, uid types.UID, now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if first, ok := f.m[k]; ok && first.uid == uid {
+		return first.at
+	}
+	return now
+}
+
+func (f *firstSeen) drop(k activity.Key) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, k)
+}
+
+func (f *firstSeen) forget(gone func(activity.Key) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	forget(f.m, gone)
+}
+
 func newSweepState() *sweepState {
-	return &sweepState{seen: make(map[activity.Key]seenAt), patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time), invalid: make(map[activity.Key]time.Time)}
+	return &sweepState{seen: firstSeen{m: make(map[activity.Key]seenAt)}, patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time), invalid: make(map[activity.Key]time.Time)}
 }
 
 // loop sweeps at once and then every SweepInterval until ctx ends.
 func (s *Sweeper) loop(ctx context.Context, t *term) {
 	st := newSweepState()
+	t.state.Store(st)
 	tick := time.NewTicker(s.opts.SweepInterval)
 	defer tick.Stop()
 	for {
@@ -65,7 +110,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 	for _, sb := range sandboxes {
 		k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
 		if !running(sb) || !own.managed(sb) {
-			delete(st.seen, k)
+			st.seen.drop(k)
 			delete(st.patched, k)
 			continue
 		}
@@ -87,17 +132,9 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 			}
 			delete(st.patched, k) // changed since, e.g. woken: start afresh
 		}
-		first, ok := st.seen[k]
-		if !ok || first.uid != sb.UID {
-			first = seenAt{uid: sb.UID, at: now}
-			st.seen[k] = first
-		}
-		a := s.agg.State(k, now)
-		if a.InFlight > 0 || (s.opts.CountOpenConnections && a.WebSockets > 0) {
-			continue
-		}
-		last := latest(a.LastActivity, first.at, readySince(sb))
-		if now.Sub(last) < s.opts.IdleTimeout {
+		first := st.seen.note(k, sb.UID, now)
+		due, idle := s.dueAt(s.agg.State(k, now), first, sb)
+		if !idle || now.Before(due) {
 			continue
 		}
 		if lagging != "" {
@@ -109,9 +146,9 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if !ok {
 			return
 		}
-		if s.suspend(ctx, until, sb, own.user(sb), now.Sub(last)) {
+		if s.suspend(ctx, until, sb, own.user(sb), now.Sub(due)+s.opts.IdleTimeout) {
 			st.patched[k] = sb.ResourceVersion
-			delete(st.seen, k)
+			st.seen.drop(k)
 		}
 	}
 }
@@ -119,7 +156,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 // retain forgets the sandboxes that are gone from the cache.
 func (st *sweepState) retain(live map[activity.Key]bool) {
 	gone := func(k activity.Key) bool { return !live[k] }
-	forget(st.seen, gone)
+	st.seen.forget(gone)
 	forget(st.patched, gone)
 	forget(st.recovered, gone)
 	forget(st.invalid, gone)

@@ -18,7 +18,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/sandgate/sandgate/internal/accountpath/authapi"
-	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/testing/platformtest"
@@ -322,11 +321,12 @@ const trackerResolution = 50 * time.Millisecond
 
 // leaderIdle is the sweeping leader's view of sandbox: its last traffic and
 // when it is to be suspended (zero while open work holds it awake); ok is
-// false while no replica leads or no report has named it.
+// false while no replica leads.
 func (p *platform) leaderIdle(sandbox string) (lastActive, suspendAt time.Time, ok bool) {
+	sb := &agents.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: sandbox}}
 	for _, s := range p.sweepers {
-		if lastActive, suspendAt, ok = s.Idle(activity.Key{Namespace: p.ns, Name: sandbox}, time.Now()); ok {
-			return lastActive, suspendAt, ok
+		if v := s.Idle(sb, time.Now()); v.Exact {
+			return v.LastActive, v.At, true
 		}
 	}
 	return time.Time{}, time.Time{}, false

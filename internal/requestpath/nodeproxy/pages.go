@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/userorigin"
 	"github.com/sandgate/sandgate/internal/webpage"
 )
 
@@ -35,7 +39,8 @@ func browserPage(ctx *fasthttp.RequestCtx, x *exchange) bool {
 // or 503 with a page that says what happened and links to the next step,
 // instead of the plain body other clients get; the status and headers are
 // the plain answer's, except that a signed-in user on another user's path
-// gets 403 and a link to their own agent. It reports whether it answered.
+// gets 403 and a link to their own agent. A wake the auth API could not be
+// asked for gets the waking page. It reports whether it answered.
 func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res result) bool {
 	if !browserPage(ctx, x) {
 		return false
@@ -44,17 +49,11 @@ func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res 
 	retry := string(ctx.Response.Header.Peek("Retry-After"))
 	switch {
 	case status == fasthttp.StatusUnauthorized:
-		if owner, ok := p.otherUser(ctx, x, err); ok {
+		owner, signedIn := p.otherUser(ctx, x, err)
+		if signedIn {
 			status = fasthttp.StatusForbidden
-			m.Title = "Not your agent"
-			m.Lines = []string{"This agent belongs to another user. You are signed in as " + owner + "."}
-			m.Links = []webpage.Link{{Href: p.mainURL(x, "/u/"+owner+"/"), Text: "Open your own agent"},
-				{Href: p.mainURL(x, "/"), Text: "Your account", Secondary: true}}
-			break
 		}
-		m.Title = "Sign in required"
-		m.Lines = []string{"Sign in to open this agent. If it is yours, log in with your user name and access token."}
-		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Sign in"}}
+		m = p.notSignedIn(ctx, x, owner)
 	case status == fasthttp.StatusForbidden:
 		m.Title = "Request refused"
 		m.Lines = []string{"This request was refused: " + res.message + "."}
@@ -70,6 +69,9 @@ func (p *Proxy) errorPage(ctx *fasthttp.RequestCtx, x *exchange, err error, res 
 			"An operator must fix it: tell the people who run this service. Your workspace is kept.",
 		}
 		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Your account"}}
+	case wakeOutage(err):
+		refresh, _ := strconv.Atoi(retry)
+		m = wakingMessage(p.wakeView(x, refresh))
 	case status == fasthttp.StatusTooManyRequests, status == fasthttp.StatusServiceUnavailable:
 		m.Title = "Try again shortly"
 		if status == fasthttp.StatusTooManyRequests {
@@ -102,6 +104,55 @@ func (p *Proxy) otherUser(ctx *fasthttp.RequestCtx, x *exchange, err error) (str
 		}
 	}
 	return "", false
+}
+
+// notSignedIn is the page for a request without a session for its path's
+// user: signed out, or signed in as owner. A path whose account the
+// informer does not hold says so rather than offer a sign-in into it.
+func (p *Proxy) notSignedIn(ctx *fasthttp.RequestCtx, x *exchange, owner string) webpage.Message {
+	m := webpage.Message{Alert: true}
+	_, lookupErr := p.opts.Directory.Lookup(x.route.user)
+	switch {
+	case errors.Is(lookupErr, informer.ErrNoAccount):
+		m.Title = "No agent at this address"
+		m.Lines = []string{"There is no account named " + x.route.user + ", so there is no agent here."}
+	case owner != "":
+		m.Title = "Not your agent"
+		m.Lines = []string{"This agent is not yours."}
+	default:
+		m.Title = "Sign in required"
+		m.Lines = []string{"Sign in with your user name and access token to open this agent."}
+		m.Links = []webpage.Link{{Href: p.signInURL(ctx, x), Text: "Sign in"}}
+		return m
+	}
+	if owner == "" {
+		m.Lines = append(m.Lines, "Sign in to open your own agent.")
+		m.Links = []webpage.Link{{Href: p.mainURL(x, "/"), Text: "Sign in"}}
+		return m
+	}
+	m.Lines = append(m.Lines, "You are signed in as "+owner+".")
+	m.Links = []webpage.Link{{Href: p.mainURL(x, "/u/"+owner+"/"), Text: "Open your own agent"},
+		{Href: p.mainURL(x, "/"), Text: "Your account", Secondary: true}}
+	return m
+}
+
+// signInURL is the main origin's sign-in page with next, the path x asked
+// for as the main origin names it (/u/<user>/...), where the auth API
+// returns the browser once it has signed in. A refused entry on a user
+// origin names the path that entry was to go on to.
+func (p *Proxy) signInURL(ctx *fasthttp.RequestCtx, x *exchange) string {
+	target := x.route.target
+	if x.route.kind == routeEnter {
+		target = userorigin.SafeNext(string(ctx.QueryArgs().Peek("next")))
+	}
+	return p.mainURL(x, "/?next="+url.QueryEscape(userPrefix+x.route.user+target))
+}
+
+// wakeOutage reports whether err is a wake the auth API could not be asked
+// for.
+func wakeOutage(err error) bool {
+	d, ok := errors.AsType[*authAPIDown](err)
+	return ok && d.call == callWake
 }
 
 // mainURL is path on the main origin: relative in path routing, under

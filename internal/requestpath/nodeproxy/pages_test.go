@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/userorigin"
 	"github.com/sandgate/sandgate/internal/webpage"
 )
 
@@ -61,8 +62,10 @@ func TestErrorPagesForNavigations(t *testing.T) {
 		code               int
 		heading, link      string
 	}{
-		{"signed out", "/u/alice/", "", 401, "Sign in required", `href="/"`},
+		{"signed out", "/u/alice/", "", 401, "Sign in required", `href="/?next=%2Fu%2Falice%2F"`},
 		{"another user's path", "/u/bob/", alice, 403, "Not your agent", `href="/u/alice/"`},
+		{"no such account, signed in", "/u/nosuchuser/", alice, 403, "No agent at this address", `href="/u/alice/"`},
+		{"no such account, signed out", "/u/nosuchuser/", "", 401, "No agent at this address", `href="/">Sign in</a>`},
 		{"no such user path", "/u/-x/", alice, 404, "Not found", `href="/"`},
 		{"stopped pod", "/u/bob/", bob, 503, "Try again shortly", `href="/"`},
 		{"configuration rejected for good", "/u/carol/", carol, 503, "Your agent cannot start", "An operator must fix it"},
@@ -141,8 +144,13 @@ func TestWakingPageComesAtOnce(t *testing.T) {
 		resp = h.get("node-a", "/u/alice/", navigationHeaders(map[string]string{"Cookie": sess}))
 		body = readAll(t, resp)
 	}
-	if resp.StatusCode != 503 || !strings.Contains(body, "longer than usual") {
+	if resp.StatusCode != 503 || !strings.Contains(body, "<h1>Still waking your agent</h1>") || !strings.Contains(body, "longer than usual") ||
+		!strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("reloads past WAKE_TIMEOUT: %d %s", resp.StatusCode, body)
+	}
+	try, account, recreate := strings.Index(body, `href="/u/alice/">Try again<`), strings.Index(body, `href="/">Your account<`), strings.Index(body, `href="/recreate">Recreate workspace`)
+	if try < 0 || account < try || recreate < account {
+		t.Errorf("past WAKE_TIMEOUT, want the links try again, your account, then recreate: %s", body)
 	}
 
 	h.dir.set("alice", ready)
@@ -152,22 +160,22 @@ func TestWakingPageComesAtOnce(t *testing.T) {
 	}
 }
 
-func TestWakingMessageStates(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		route informer.Route
-		title string
-		says  string
-	}{
-		{"cold start", informer.Route{State: informer.StatePending}, "Starting your agent", "Starting your agent"},
-		{"suspended", informer.Route{State: informer.StateSuspended, Sandbox: "sb"}, "Waking your agent", "asleep"},
-		{"resuming", informer.Route{State: informer.StatePending, Sandbox: "sb"}, "Waking your agent", "Resuming your workspace"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := wakingMessage(informer.Entry{Route: tc.route}, time.Second, time.Minute, 3)
-			if m.Title != tc.title || !strings.Contains(strings.Join(m.Lines, " "), tc.says) || m.Refresh != 3 || len(m.Links) != 0 {
-				t.Errorf("%+v", m)
-			}
-		})
+// TestSignInLinkCarriesNext: the sign-in page a signed-out navigation
+// links to carries the path it asked for, as the main origin names it, so
+// that the auth API can return there once signed in; on a user origin, a
+// refused entry names the path the entry was to go on to.
+func TestSignInLinkCarriesNext(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	resp := h.get("node-a", "/u/alice/some/page?x=1", navigationHeaders(nil))
+	if body := readAll(t, resp); resp.StatusCode != 401 || !strings.Contains(body, `<a class="button" href="/?next=%2Fu%2Falice%2Fsome%2Fpage%3Fx%3D1">Sign in</a>`) {
+		t.Errorf("path routing: %d %s", resp.StatusCode, body)
+	}
+
+	e := newEntryEnv(t, nil)
+	e.addUser("alice", "node-a")
+	resp = e.get("node-a", userorigin.EnterPath+"?code=x&next=%2Fchat%3Fday%3D1", navigationHeaders(map[string]string{"Host": "alice." + securityUserDomain}))
+	if body := readAll(t, resp); resp.StatusCode != 401 || !strings.Contains(body, `href="http://`+testHost+`/?next=%2Fu%2Falice%2Fchat%3Fday%3D1"`) {
+		t.Errorf("refused entry on a user origin: %d %s", resp.StatusCode, body)
 	}
 }

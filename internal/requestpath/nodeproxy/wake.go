@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/singleflight"
 
@@ -29,26 +30,68 @@ const (
 const wakePageRefresh = 3
 
 // waker asks the auth API to wake sandboxes: one call per sandbox while a
-// wake is under way (WakeTimeout), however many requests wait for it.
+// wake is under way (WakeTimeout), however many requests wait for it. It
+// remembers each user's last failed call for the waking page, and a
+// refusal is not asked again within RetryAfter: the requests meanwhile get
+// the same refusal, so no client (a page reloaded by hand, an app's
+// reconnecting stream) makes the auth API refuse it over and over.
 type waker struct {
 	api     *authClient
 	path    string
 	timeout time.Duration
+	retry   time.Duration
 	now     func() time.Time
 	group   singleflight.Group
 
-	mu     sync.Mutex
-	called map[string]time.Time // wake key -> when its call succeeded
-	// pending is len(called), so that requests to Ready sandboxes skip
-	// the lock while no wake is remembered.
+	mu       sync.Mutex
+	called   map[string]time.Time // wake key -> when its call succeeded
+	failures *simplelru.LRU[string, wakeFailure]
+	// pending is len(called) + failures.Len(), so that requests to Ready
+	// sandboxes skip the lock while nothing is remembered.
 	pending atomic.Int32
-	// pages times the waits the waking page reports.
+	// pages times the waits the waking page reports, and so tells when
+	// one has outlasted WakeTimeout.
 	pages wakeClock
 }
 
+// maxWakeFailures bounds the failed calls the waker remembers: the oldest
+// are forgotten first.
+const maxWakeFailures = 4096
+
 func newWaker(o Options, api *authClient) *waker {
-	return &waker{api: api, path: o.WakePath, timeout: o.WakeTimeout, now: o.Now, called: map[string]time.Time{}}
+	failures, _ := simplelru.NewLRU[string, wakeFailure](maxWakeFailures, nil) // the size is positive
+	return &waker{api: api, path: o.WakePath, timeout: o.WakeTimeout, retry: o.RetryAfter, now: o.Now,
+		called: map[string]time.Time{}, failures: failures}
 }
+
+// failureKind says how a wake call failed.
+type failureKind uint8
+
+const (
+	notFailed failureKind = iota
+	// refused: the auth API answered, with neither 2xx nor 5xx.
+	refused
+	// unanswered: no auth API replica answered (or one answered 5xx), or
+	// the call could not be made.
+	unanswered
+)
+
+// wakeFailure is how a user's last wake call failed; the zero value is
+// none.
+type wakeFailure struct {
+	kind   failureKind
+	status int // the refusal's status
+	at     time.Time
+}
+
+// wakeRefusedError is a wake call the auth API answered with a refusal.
+type wakeRefusedError struct{ status int }
+
+func (e *wakeRefusedError) Error() string {
+	return fmt.Sprintf("%s: wake answered %d", ErrUpstream, e.status)
+}
+
+func (e *wakeRefusedError) Is(target error) bool { return target == ErrUpstream }
 
 func wakeKey(user, sandbox string) string {
 	if sandbox != "" {
@@ -58,43 +101,78 @@ func wakeKey(user, sandbox string) string {
 }
 
 // wake asks the auth API once to wake user's sandbox, unless a call for
-// the same sandbox succeeded within the wake timeout and has not finished.
+// the same sandbox succeeded within the wake timeout and has not finished,
+// or user's last call was refused within RetryAfter (that refusal again).
 func (w *waker) wake(user, sandbox string) error {
 	key := wakeKey(user, sandbox)
-	now := w.now()
-	w.mu.Lock()
-	if t, ok := w.called[key]; ok && now.Sub(t) < w.timeout {
-		w.mu.Unlock()
-		return nil
+	if known, err := w.known(key, user); known {
+		return err
 	}
-	w.mu.Unlock()
 	_, err, _ := w.group.Do(key, func() (any, error) {
-		w.mu.Lock()
-		if t, ok := w.called[key]; ok && w.now().Sub(t) < w.timeout {
-			w.mu.Unlock()
-			return nil, nil
-		}
-		w.mu.Unlock()
-		if err := w.post(user); err != nil {
+		if known, err := w.known(key, user); known {
 			return nil, err
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for k, t := range w.called {
-			if w.now().Sub(t) >= w.timeout {
-				delete(w.called, k)
-			}
-		}
-		w.called[key] = w.now()
-		w.pending.Store(int32(len(w.called)))
-		return nil, nil
+		err := w.post(user)
+		w.record(key, user, err)
+		return nil, err
 	})
 	return err
 }
 
+// known reports whether the call for key need not be made, and then its
+// answer: nil for a call that succeeded within the wake timeout, the
+// refusal of one refused within RetryAfter.
+func (w *waker) known(key, user string) (bool, error) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t, ok := w.called[key]; ok && now.Sub(t) < w.timeout {
+		return true, nil
+	}
+	if f, ok := w.failures.Peek(user); ok && f.kind == refused && now.Sub(f.at) < w.retry {
+		return true, &wakeRefusedError{status: f.status}
+	}
+	return false, nil
+}
+
+// record remembers how the call for key, made for user, ended: a success
+// until the wake timeout, a failure as user's last.
+func (w *waker) record(key, user string, err error) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		f := wakeFailure{kind: unanswered, at: now}
+		if r, ok := errors.AsType[*wakeRefusedError](err); ok {
+			f.kind, f.status = refused, r.status
+		}
+		w.failures.Add(user, f)
+	} else {
+		w.failures.Remove(user)
+		for k, t := range w.called {
+			if now.Sub(t) >= w.timeout {
+				delete(w.called, k)
+			}
+		}
+		w.called[key] = now
+	}
+	w.pending.Store(int32(len(w.called) + w.failures.Len()))
+}
+
+// state is what the waker knows of user's wake of sandbox: whether its
+// call succeeded within the wake timeout, and user's last failed call.
+func (w *waker) state(user, sandbox string) (asked bool, f wakeFailure) {
+	now := w.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.called[wakeKey(user, sandbox)]
+	f, _ = w.failures.Peek(user)
+	return ok && now.Sub(t) < w.timeout, f
+}
+
 // woke ends the wakes of a user's sandbox the informer now sees Ready
 // (called before and after adoption), so that its next suspension is met
-// by a new call.
+// by a new call, and forgets the user's last failure.
 func (w *waker) woke(user, sandbox string) {
 	if w.pending.Load() == 0 {
 		return
@@ -102,7 +180,8 @@ func (w *waker) woke(user, sandbox string) {
 	w.mu.Lock()
 	delete(w.called, wakeKey(user, ""))
 	delete(w.called, wakeKey(user, sandbox))
-	w.pending.Store(int32(len(w.called)))
+	w.failures.Remove(user)
+	w.pending.Store(int32(len(w.called) + w.failures.Len()))
 	w.mu.Unlock()
 }
 
@@ -113,7 +192,7 @@ func (w *waker) post(user string) error {
 	err := w.api.call(w.path, body, func(resp *http.Response) error {
 		drainBody(resp)
 		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("%w: wake answered %d", ErrUpstream, resp.StatusCode)
+			return &wakeRefusedError{status: resp.StatusCode}
 		}
 		return nil
 	})

@@ -236,13 +236,15 @@ func signOutEverywhereFlow(t *testing.T, s *session, browser context.Context, p 
 		})
 		anon := newSession(t, browser, p, dir, "anonymous")
 		anon.do("401 page", stepTimeout, func(ctx context.Context) error {
-			return errorPage(ctx, p.agentURL(user, userorigin.EnterPath[1:]+"?code=x"), 401, `a[href="`+p.mainOrigin()+`/"]`)
+			return errorPage(ctx, p.agentURL(user, userorigin.EnterPath[1:]+"?code=x"), 401, `a[href^="`+p.mainOrigin()+`/"]`)
 		})
 		anon.checkPage("401 page")
 		return
 	}
 	other.do("401 page", stepTimeout, func(ctx context.Context) error {
-		return errorPage(ctx, p.agentURL(user, ""), 401, `a[href="/"]`)
+		// The sign-in link leads to the landing page, with the path
+		// asked for as its deep link (next).
+		return errorPage(ctx, p.agentURL(user, ""), 401, `a[href^="/"]`)
 	})
 	other.checkPage("401 page")
 }

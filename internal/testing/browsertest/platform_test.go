@@ -84,15 +84,18 @@ type platformNode struct {
 // configure them but for the short timings above.
 func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	t.Helper()
-	p := &platform{t: t, mode: mode}
-	env := platformtest.Start(t, platformtest.Options{
+	return platformOf(t, mode, platformtest.Start(t, platformtest.Options{
 		Sim:       simtest.Options{Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay}},
 		ShortIdle: true,
 		Mode:      mode, UserDomain: userDomain, PublicOrigin: gatewayOrigin,
 		SessionTTL: sessionTTL, AuthWakeTimeout: 30 * time.Second, NodeWakeTimeout: wakeTimeout,
-	})
-	p.port, p.authURL, p.sweeper, p.logs = env.Port, env.AuthURLs[0], env.Sweepers[0], env.Logs
-	p.ns, p.kube, p.sb = env.Sim.NS, env.Sim.Core, env.Sim.SB
+	}))
+}
+
+// platformOf is the browser tests' view of a started platform.
+func platformOf(t *testing.T, mode userorigin.Mode, env *platformtest.Platform) *platform {
+	p := &platform{t: t, mode: mode, port: env.Port, authURL: env.AuthURLs[0], sweeper: env.Sweepers[0], logs: env.Logs,
+		ns: env.Sim.NS, kube: env.Sim.Core, sb: env.Sim.SB}
 	for _, n := range env.Nodes {
 		p.nodes = append(p.nodes, &platformNode{name: n.Name, addr: n.Addr, idx: n.Index, reg: n.Registry})
 	}

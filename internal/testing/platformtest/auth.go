@@ -24,6 +24,7 @@ func (p *Platform) startAuth(t *testing.T, r int, o Options, logger *slog.Logger
 	c.ListenAddr, c.OpsAddr, c.PodName = "127.0.0.1:0", "localhost:0", name
 	c.Namespace, c.WarmPool, c.TrustedProxies = ns, simtest.PoolName, "127.0.0.0/8"
 	c.AllowedServiceAccounts = "system:serviceaccount:" + ns + ":" + nodeProxyAccount
+	override(&c.AllowedServiceAccounts, o.AllowedServiceAccounts)
 	c.CookieSecure, c.AllowInsecure, c.RateLimit, c.TokenReviewCacheTTL = false, true, 0, time.Second
 	override(&c.SessionTTL, o.SessionTTL)
 	override(&c.WakeTimeout, o.AuthWakeTimeout)

@@ -45,6 +45,11 @@ type Options struct {
 	// IdleCountsOpenConnections is the auth API's
 	// IDLE_COUNTS_OPEN_CONNECTIONS.
 	IdleCountsOpenConnections bool
+	// AllowedServiceAccounts is the auth API's
+	// INTERNAL_ALLOWED_SERVICE_ACCOUNTS; empty is the node proxies' own
+	// ServiceAccount. Without it the auth API refuses their internal calls
+	// (wakes, renewals, activity reports) with 403.
+	AllowedServiceAccounts string
 
 	// Mode is the routing mode of the auth API and the node proxies; with
 	// userorigin.Subdomain, UserDomain is their USER_DOMAIN and
