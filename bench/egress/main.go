@@ -101,7 +101,9 @@ func profile(cpuPath, tracePath string) (func(), error) {
 }
 
 // benchCaller is the one sandbox of the bench: every loopback client is
-// it, with no budget limit.
+// it, with no budget limit. Its one address stands for a node's
+// sandboxes, so the per-sandbox connection cap is raised above the load's
+// connections (benchConnsPerClient).
 type benchCaller struct{}
 
 func (benchCaller) ByIP(string) (informer.Caller, error) {
@@ -150,6 +152,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
+// benchConnsPerClient is the bench caller's connection cap: the most
+// -conns a run may ask for, and the first-token client's.
+const benchConnsPerClient = 4096
+
 // startEgress runs the egress proxy in front of the stand-in, with a
 // shared key in a temporary keys directory.
 func startEgress(ctx context.Context, providerAddr string) (string, func(), error) {
@@ -167,7 +173,7 @@ func startEgress(ctx context.Context, providerAddr string) (string, func(), erro
 		return "", nil, err
 	}
 	p, err := egress.New(egress.Options{Providers: providers, KeysDir: dir, Callers: benchCaller{},
-		Audit: slog.New(slog.DiscardHandler)})
+		MaxConnsPerClient: benchConnsPerClient, Audit: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err

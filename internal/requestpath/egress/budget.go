@@ -18,9 +18,12 @@ const (
 
 // budgets counts each user's requests (a token bucket refilled at
 // RequestsPerMinute per minute, holding at most a minute's worth), tokens
-// per UTC day and calls open at once (at most inFlight). Tokens are
-// charged when a response ends, so one call may take a user past the
-// daily limit; the next is refused.
+// per UTC day and calls open at once (at most inFlight). A call admitted
+// reserves tokens at once (its reservation, decided from its body) and
+// settles when it ends: down to the usage the provider reported, or the
+// reservation kept when none arrived. A user is admitted while the day's
+// count, reservations included, is under the limit, so one call may take
+// a user past it; the next is refused.
 type budgets struct {
 	now      func() time.Time
 	inFlight int
@@ -32,7 +35,8 @@ type userBudget struct {
 	allowance float64 // requests that may start now
 	last      time.Time
 	day       int64 // UTC days since the epoch that used counts
-	used      int64 // tokens used that day
+	used      int64 // tokens used that day, reservations of open calls included
+	held      int64 // reservations of open calls admitted that day
 	requests  int64 // requests that day
 	open      int   // calls admitted and not over yet
 }
@@ -56,55 +60,67 @@ func (b *budgets) entry(user string, now time.Time, l Limits) *userBudget {
 		b.users[user] = u
 	}
 	if d := utcDay(now); d != u.day {
-		u.day, u.used, u.requests = d, 0, 0
+		u.day, u.used, u.held, u.requests = d, 0, 0, 0
 	}
 	return u
 }
 
-// admit takes one request from user's budget, or says why not and when to
-// retry. A call admitted is open until release.
-func (b *budgets) admit(user string, l Limits) (string, time.Duration) {
+// grant is a call admit let through: the day its reservation was taken
+// from, and how much.
+type grant struct {
+	day     int64
+	reserve int64
+}
+
+// admit takes one request and reserve tokens from user's budget, or says
+// why not and when to retry: at the next UTC day when the tokens are
+// spent, in a second when only open calls' reservations fill the day. A
+// call admitted is open until settle.
+func (b *budgets) admit(user string, l Limits, reserve int64) (grant, string, time.Duration) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.entry(user, now, l)
 	if l.TokensPerDay > 0 && u.used >= l.TokensPerDay {
+		if u.used-u.held < l.TokensPerDay {
+			return grant{}, overTokens, time.Second
+		}
 		next := time.Unix((u.day+1)*86400, 0)
-		return overTokens, next.Sub(now)
+		return grant{}, overTokens, next.Sub(now)
 	}
 	if u.open >= b.inFlight {
-		return overInFlight, time.Second
+		return grant{}, overInFlight, time.Second
 	}
 	if l.RequestsPerMinute > 0 {
 		rate := float64(l.RequestsPerMinute) / 60 // per second
 		u.allowance = math.Min(float64(l.RequestsPerMinute), u.allowance+now.Sub(u.last).Seconds()*rate)
 		u.last = now
 		if u.allowance < 1 {
-			return overRequests, time.Duration((1 - u.allowance) / rate * float64(time.Second))
+			return grant{}, overRequests, time.Duration((1 - u.allowance) / rate * float64(time.Second))
 		}
 		u.allowance--
 	}
 	u.requests++
 	u.open++
-	return "", 0
+	u.used += reserve
+	u.held += reserve
+	return grant{day: u.day, reserve: reserve}, "", 0
 }
 
-// release ends a call admit let through.
-func (b *budgets) release(user string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.users[user].open--
-}
-
-// charge adds tokens to user's day.
-func (b *budgets) charge(user string, tokens int64, l Limits) {
-	if tokens <= 0 {
-		return
-	}
+// settle ends a call admit let through, charging tokens in place of its
+// reservation. A reservation taken on a day that is over went with it;
+// tokens are then charged to the new day.
+func (b *budgets) settle(user string, g grant, tokens int64, l Limits) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.entry(user, now, l).used += tokens
+	u := b.entry(user, now, l)
+	u.open--
+	if g.day == u.day {
+		u.used -= g.reserve
+		u.held -= g.reserve
+	}
+	u.used += max(0, tokens)
 }
 
 // usage is user's count today.

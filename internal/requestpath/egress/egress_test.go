@@ -106,27 +106,64 @@ func TestStartingNodeProxyAsksForRetry(t *testing.T) {
 	}
 }
 
+// TestRefusals: what no provider client needs is refused before the
+// provider or the budget sees it, and the connection is closed after the
+// answer, so a refused caller holds nothing open.
 func TestRefusals(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	tests := []struct {
-		name, path, body string
-		want             int
+		name, method, path, body string
+		want                     int
 	}{
-		{"unknown provider", "/other/chat/completions", completion, http.StatusNotFound},
-		{"path off the allow-list", "/openai/files", completion, http.StatusNotFound},
-		{"dot segment", "/openai/models/../files", completion, http.StatusNotFound},
-		{"escaped path", "/openai/chat%2fcompletions", completion, http.StatusNotFound},
-		{"body over the cap", "/openai/chat/completions", strings.Repeat("x", 2048), http.StatusRequestEntityTooLarge},
+		{"unknown provider", "POST", "/other/chat/completions", completion, http.StatusNotFound},
+		{"path off the allow-list", "POST", "/openai/files", completion, http.StatusNotFound},
+		{"stored responses", "GET", "/openai/responses/resp_1", "", http.StatusNotFound},
+		{"dot segment", "POST", "/openai/models/../files", completion, http.StatusNotFound},
+		{"escaped path", "POST", "/openai/chat%2fcompletions", completion, http.StatusNotFound},
+		{"listing stored completions", "GET", "/openai/chat/completions", "", http.StatusMethodNotAllowed},
+		{"posting to the models", "POST", "/openai/models", completion, http.StatusMethodNotAllowed},
+		{"deleting a model", "DELETE", "/openai/models/ft-1", "", http.StatusMethodNotAllowed},
+		{"ambiguous body", "POST", "/openai/chat/completions", `{"a":1,"a":2}`, http.StatusBadRequest},
+		{"stored state", "POST", "/openai/chat/completions", `{"store":true}`, http.StatusForbidden},
+		{"body over the cap", "POST", "/openai/chat/completions", strings.Repeat("x", 2048), http.StatusRequestEntityTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if status, _ := read(t, e.call(aliceIP, tt.path, tt.body)); status != tt.want {
-				t.Errorf("status = %d, want %d", status, tt.want)
+			resp := e.do(aliceIP, tt.method, tt.path, tt.body)
+			if status, _ := read(t, resp); status != tt.want || !resp.Close {
+				t.Errorf("status = %d (connection closed %v), want %d and closed", status, resp.Close, tt.want)
 			}
 		})
 	}
 	if n := len(e.provider.requests()); n != 0 {
 		t.Errorf("provider saw %d refused requests", n)
+	}
+	if u := e.proxy.budgets.usage("alice"); u.Requests != 0 {
+		t.Errorf("refused calls took %d requests from the budget", u.Requests)
+	}
+}
+
+// TestUnknownCallerWarningsLimited: a caller refused as unknown is warned
+// about at most once a minute; the next warning says how many were held
+// back. Every call still has its audit line.
+func TestUnknownCallerWarningsLimited(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Unix(1_000_000_000, 0).UnixNano())
+	e := newEnv(t, func(o *Options) { o.Now = func() time.Time { return time.Unix(0, now.Load()) } })
+	warnings := func() int { return strings.Count(e.logs.String(), `"level":"WARN"`) }
+	for range 3 {
+		read(t, e.call(strangerIP, "/openai/chat/completions", completion))
+	}
+	if n := warnings(); n != 1 {
+		t.Errorf("warnings after 3 calls in a minute = %d, want 1", n)
+	}
+	now.Add(int64(time.Minute))
+	read(t, e.call(strangerIP, "/openai/chat/completions", completion))
+	if n := warnings(); n != 2 || !strings.Contains(e.logs.String(), `"suppressed":2`) {
+		t.Errorf("warnings a minute later = %d, want 2, the second saying 2 were held back: %s", n, e.logs.String())
+	}
+	if n := len(e.auditLines()); n != 4 {
+		t.Errorf("audit lines = %d, want 4", n)
 	}
 }
 
@@ -134,7 +171,7 @@ func TestRefusals(t *testing.T) {
 // sandbox as it was.
 func TestUpstreamStatusPassesThrough(t *testing.T) {
 	e := newEnv(t, nil)
-	if status, _ := read(t, e.call(aliceIP, "/openai/models/nope", "")); status != http.StatusOK {
+	if status, _ := read(t, e.do(aliceIP, http.MethodGet, "/openai/models/nope", "")); status != http.StatusOK {
 		t.Fatalf("status = %d", status)
 	}
 	e.provider.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -297,8 +334,9 @@ func TestPanicAnswers500(t *testing.T) {
 }
 
 // TestStreamUsageAskedOnlyWhereDefined: stream_options.include_usage is
-// added to streamed OpenAI-style completions only; /responses and
-// Anthropic's /messages get the body as the sandbox sent it.
+// added to streamed OpenAI-style completions only; /responses (which only
+// gets store: false on the shared key) and Anthropic's /messages get the
+// body as the sandbox sent it.
 func TestStreamUsageAskedOnlyWhereDefined(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
 		a := Provider{Name: "anthropic", BaseURL: o.Providers[0].BaseURL, Header: "x-api-key", Paths: []string{"/messages"}}
@@ -312,7 +350,7 @@ func TestStreamUsageAskedOnlyWhereDefined(t *testing.T) {
 		{"/openai/chat/completions", stream, withUsage},
 		{"/openai/completions", stream, withUsage},
 		{"/openai/chat/completions", `{"model":"m","stream":true,"stream_options":null}`, withUsage},
-		{"/openai/responses", stream, stream},
+		{"/openai/responses", stream, `{"model":"m","stream":true,"store":false}`},
 		{"/anthropic/messages", stream, stream},
 	} {
 		if status, _ := read(t, e.call(aliceIP, tt.path, tt.body)); status != http.StatusOK {

@@ -1,6 +1,9 @@
 package egress
 
 import (
+	"bytes"
+	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -61,11 +64,42 @@ func FuzzMeter(f *testing.F) {
 	})
 }
 
-func FuzzWithStreamUsage(f *testing.F) {
-	for _, tt := range streamUsageTests {
+// FuzzDecodeBody feeds request bodies (untrusted) to the decoder: what
+// it accepts, encoding/json reads as the same object, with no key twice;
+// its encoding decodes to the same encoding; and prepare never panics.
+func FuzzDecodeBody(f *testing.F) {
+	for _, tt := range bodyTests {
 		f.Add([]byte(tt.body))
 	}
+	for _, tt := range prepareTests {
+		f.Add([]byte(tt.body))
+	}
+	up := &upstream{Provider: Provider{MaxOutputTokens: DefaultMaxOutputTokens}}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		withStreamUsage(body)
+		for _, own := range []bool{false, true} {
+			prepare(body, "/chat/completions", kindGenerate, up, own)
+		}
+		o, err := decodeBody(body)
+		if err != nil {
+			return
+		}
+		enc := o.encode()
+		var viaStd, viaOurs any
+		if err := json.Unmarshal(body, &viaStd); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
+		}
+		if err := json.Unmarshal(enc, &viaOurs); err != nil {
+			t.Fatalf("encoded %q as %q, which encoding/json refuses: %v", body, enc, err)
+		}
+		if !reflect.DeepEqual(viaStd, viaOurs) {
+			t.Fatalf("%q reads as %v, its encoding %q as %v", body, viaStd, enc, viaOurs)
+		}
+		again, err := decodeBody(enc)
+		if err != nil {
+			t.Fatalf("encoding %q does not decode: %v", enc, err)
+		}
+		if e2 := again.encode(); !bytes.Equal(e2, enc) {
+			t.Fatalf("encoding is not stable: %q then %q", enc, e2)
+		}
 	})
 }

@@ -13,6 +13,8 @@ const (
 	outcomeUnknownCaller = "unknown_caller"
 	outcomeStarting      = "starting"
 	outcomeBadPath       = "bad_path"
+	outcomeBadBody       = "bad_body"
+	outcomeStoredState   = "stored_state"
 	outcomeOverBudget    = "over_budget"
 	outcomeNoKey         = "no_key"
 	outcomeUpstreamError = "upstream_error"
@@ -33,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	s := metricset.New("egress")
 	m := &metrics{
 		requests: s.CounterVec(prometheus.CounterOpts{
-			Name: "requests_total", Help: "Egress calls by provider and outcome (ok, unknown_caller, starting, bad_path, over_budget, no_key, upstream_error, aborted, panic).",
+			Name: "requests_total", Help: "Egress calls by provider and outcome (ok, unknown_caller, starting, bad_path, bad_body, stored_state, over_budget, no_key, upstream_error, aborted, panic).",
 		}, []string{"provider", "outcome"}),
 		tokens: s.CounterVec(prometheus.CounterOpts{
 			Name: "tokens_total", Help: "Tokens the providers reported, by provider and kind (prompt, completion).",

@@ -15,17 +15,20 @@ import (
 
 // Defaults that New applies to zero Options fields.
 const (
-	DefaultMaxBodyBytes   = 1 << 20
-	DefaultHeaderTimeout  = 10 * time.Second
-	DefaultUpstreamIdle   = 5 * time.Minute
-	DefaultDialTimeout    = 10 * time.Second
-	DefaultIdleTimeout    = 90 * time.Second
-	DefaultDrainTimeout   = 20 * time.Second
-	DefaultWriteTimeout   = 60 * time.Second // as the node proxy's WRITE_TIMEOUT
-	DefaultCallsInFlight  = 32
-	maxKeyFileBytes       = 64 << 10
-	maxLimitsFileBytes    = 4 << 20 // a ConfigMap holds 1 MiB
-	maxUsageDocumentBytes = 4 << 20
+	DefaultMaxBodyBytes  = 1 << 20
+	DefaultHeaderTimeout = 10 * time.Second
+	DefaultUpstreamIdle  = 5 * time.Minute
+	DefaultDialTimeout   = 10 * time.Second
+	DefaultIdleTimeout   = 90 * time.Second
+	DefaultDrainTimeout  = 20 * time.Second
+	DefaultWriteTimeout  = 60 * time.Second // as the node proxy's WRITE_TIMEOUT
+	DefaultCallsInFlight = 32
+	// DefaultMaxConnsPerClient is a sandbox's share of connections: an
+	// agent's calls at once, CallsInFlight of them, with room to spare.
+	DefaultMaxConnsPerClient = 64
+	maxKeyFileBytes          = 64 << 10
+	maxLimitsFileBytes       = 4 << 20 // a ConfigMap holds 1 MiB
+	maxUsageDocumentBytes    = 4 << 20
 )
 
 // Callers finds the account behind a source address; *informer.Callers
@@ -60,6 +63,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// CallsInFlight caps each user's calls open at once (429 past it).
 	CallsInFlight int
+	// MaxConnsPerClient caps the connections one sandbox address holds
+	// open; past it a new one is closed on accept.
+	MaxConnsPerClient int
 	// DrainTimeout is how long shutdown waits for open calls.
 	DrainTimeout time.Duration
 	// Callers identifies the caller by source address. Required.
@@ -98,6 +104,9 @@ func (o Options) Validate() error {
 	if o.CallsInFlight < 0 {
 		errs = append(errs, fmt.Errorf("calls in flight %d is negative", o.CallsInFlight))
 	}
+	if o.MaxConnsPerClient < 0 {
+		errs = append(errs, fmt.Errorf("connections per client %d is negative", o.MaxConnsPerClient))
+	}
 	if o.Default.RequestsPerMinute < 0 || o.Default.TokensPerDay < 0 {
 		errs = append(errs, errors.New("default limits must not be negative"))
 	}
@@ -111,6 +120,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.IdleTimeout, DefaultIdleTimeout)
 	defaults.Set(&o.WriteTimeout, DefaultWriteTimeout)
 	defaults.Set(&o.CallsInFlight, DefaultCallsInFlight)
+	defaults.Set(&o.MaxConnsPerClient, DefaultMaxConnsPerClient)
 	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
 	defaults.Clock(&o.Now)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))

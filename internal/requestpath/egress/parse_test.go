@@ -27,6 +27,10 @@ var providerTests = []struct {
 	{"dotted key", `[{"name":"a","base_url":"https://a.example","key":"a.b"}]`, false},
 	{"bad path", `[{"name":"a","base_url":"https://a.example","paths":["chat"]}]`, false},
 	{"dot path", `[{"name":"a","base_url":"https://a.example","paths":["/a/../b"]}]`, false},
+	{"path of no kind", `[{"name":"a","base_url":"https://a.example","paths":["/files"]}]`, false},
+	{"generation under a prefix", `[{"name":"a","base_url":"https://a.example","paths":["/chat/"]}]`, false},
+	{"gateway paths", `[{"name":"a","base_url":"https://a.example","paths":["/v2/chat/completions","/v2/models/"],"max_output_tokens":8192}]`, true},
+	{"negative max output", `[{"name":"a","base_url":"https://a.example","max_output_tokens":-1}]`, false},
 	{"forwarding a credential header", `[{"name":"a","base_url":"https://a.example","headers":["Authorization"]}]`, false},
 }
 
@@ -50,11 +54,11 @@ func TestParseProviders(t *testing.T) {
 }
 
 func TestProviderAllows(t *testing.T) {
-	p := Provider{Paths: []string{"/chat/completions", "/models/"}}
-	for path, want := range map[string]bool{
-		"/chat/completions": true, "/models/gpt": true, "/models/": true,
-		"/chat/completions/x": false, "/models": false, "/files": false, "/models/../files": false,
-		"/models/a%2f": false, "": false, "/": false, "//chat/completions": false,
+	p := Provider{Paths: []string{"/chat/completions", "/embeddings", "/models/"}}
+	for path, want := range map[string]kind{
+		"/chat/completions": kindGenerate, "/embeddings": kindEmbed, "/models/gpt": kindModels, "/models/": kindModels,
+		"/chat/completions/x": kindNone, "/models": kindNone, "/files": kindNone, "/models/../files": kindNone,
+		"/models/a%2f": kindNone, "": kindNone, "/": kindNone, "//chat/completions": kindNone,
 	} {
 		if got := p.allows(path); got != want {
 			t.Errorf("allows(%q) = %v, want %v", path, got, want)
@@ -163,24 +167,5 @@ func TestMeterPastItsCap(t *testing.T) {
 				t.Errorf("total = %d, want %d (%+v)", got.Total, tt.total, got)
 			}
 		})
-	}
-}
-
-var streamUsageTests = []struct{ body, want string }{
-	{`{"stream":true}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
-	{`{"stream":true,"stream_options":{"x":1}}`, `{"stream":true,"stream_options":{"include_usage":true,"x":1}}`},
-	{`{"stream":true,"stream_options":{"include_usage":false}}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
-	{`{"stream":true,"stream_options":null}`, `{"stream":true,"stream_options":{"include_usage":true}}`},
-	{`{"stream":false}`, `{"stream":false}`},
-	{`{"model":"m"}`, `{"model":"m"}`},
-	{`{"stream":true,"stream_options":"odd"}`, `{"stream":true,"stream_options":"odd"}`},
-	{`not json "stream"`, `not json "stream"`},
-}
-
-func TestWithStreamUsage(t *testing.T) {
-	for _, tt := range streamUsageTests {
-		if got := string(withStreamUsage([]byte(tt.body))); got != tt.want {
-			t.Errorf("withStreamUsage(%s) = %s, want %s", tt.body, got, tt.want)
-		}
 	}
 }

@@ -26,11 +26,60 @@ type Provider struct {
 	// key); a file named Key + "." + user, when present, wins for that user.
 	Key string `json:"key"`
 	// Paths are the allowed paths below BaseURL: exact, or every path
-	// under one that ends in "/".
+	// under one that ends in "/" (model listing only). Each takes one
+	// method, by its last segment (kindOf).
 	Paths []string `json:"paths"`
 	// Headers are the request headers sent on besides Content-Type and
 	// Accept (for example anthropic-version); any other is dropped.
 	Headers []string `json:"headers"`
+	// MaxOutputTokens is the most a call may generate (the largest
+	// output of the provider's models): what a call that names no smaller
+	// max_tokens reserves of its user's budget until its usage arrives.
+	MaxOutputTokens int64 `json:"max_output_tokens"`
+}
+
+// DefaultMaxOutputTokens is MaxOutputTokens when a provider sets none:
+// the largest output of OpenAI's and Anthropic's current models.
+const DefaultMaxOutputTokens = 128_000
+
+// kind is what a path does, and so the one method it takes.
+type kind int
+
+const (
+	kindNone     kind = iota
+	kindGenerate      // POST: a completion, a response, a message
+	kindEmbed         // POST: embeddings
+	kindModels        // GET: the model list, or one model
+)
+
+// method is the one method a path of kind k takes.
+func (k kind) method() string {
+	if k == kindModels {
+		return "GET"
+	}
+	return "POST"
+}
+
+// kindOf names what an allow-list entry does by its last segment:
+// .../completions, .../responses and .../messages generate, .../embeddings
+// embeds, .../models (or everything under .../models/) lists models.
+// Anything else, such as /files, /batches or /conversations, is no kind
+// and cannot be allowed.
+func kindOf(path string) kind {
+	prefix := strings.HasSuffix(path, "/")
+	last := path[strings.LastIndexByte(strings.TrimSuffix(path, "/"), '/')+1:]
+	last = strings.TrimSuffix(last, "/")
+	switch {
+	case last == "models":
+		return kindModels
+	case prefix:
+		return kindNone
+	case last == "completions" || last == "responses" || last == "messages":
+		return kindGenerate
+	case last == "embeddings":
+		return kindEmbed
+	}
+	return kindNone
 }
 
 // DefaultOpenAIPaths are the OpenAI-compatible paths allowed when a
@@ -89,6 +138,9 @@ func (p *Provider) fill() {
 	if len(p.Paths) == 0 {
 		p.Paths = DefaultOpenAIPaths
 	}
+	if p.MaxOutputTokens == 0 {
+		p.MaxOutputTokens = DefaultMaxOutputTokens
+	}
 	p.BaseURL = strings.TrimSuffix(p.BaseURL, "/")
 }
 
@@ -113,7 +165,12 @@ func (p Provider) validate() error {
 	for _, path := range p.Paths {
 		if !allowedPath.MatchString(path) || hasDotSegment(path) {
 			bad("path %q must be /segment[/segment...] without dot segments, escapes or a query", path)
+		} else if kindOf(path) == kindNone {
+			bad("path %q must end in /completions, /responses, /messages, /embeddings or /models (or be /models/ and under): no other path is served", path)
 		}
+	}
+	if p.MaxOutputTokens < 1 || p.MaxOutputTokens > 100_000_000 {
+		bad("max_output_tokens %d must be 1-100000000", p.MaxOutputTokens)
 	}
 	for _, h := range p.Headers {
 		if !headerName.MatchString(h) || isHopHeader(h) {
@@ -141,17 +198,18 @@ func (p Provider) upstream() (*url.URL, error) {
 	return u, nil
 }
 
-// allows reports whether path (below BaseURL) is on the allow-list.
-func (p Provider) allows(path string) bool {
+// allows returns what path (below BaseURL) does: the kind of the
+// allow-list entry it matches, kindNone when it matches none.
+func (p Provider) allows(path string) kind {
 	if !allowedPath.MatchString(path) || hasDotSegment(path) {
-		return false
+		return kindNone
 	}
 	for _, a := range p.Paths {
 		if path == a || strings.HasSuffix(a, "/") && strings.HasPrefix(path, a) {
-			return true
+			return kindOf(a)
 		}
 	}
-	return false
+	return kindNone
 }
 
 func hasDotSegment(path string) bool {

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/connlimit"
 	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/informer"
 )
@@ -31,6 +31,8 @@ type Proxy struct {
 	keys      *keyStore
 	limits    *limitSource
 	budgets   *budgets
+	conns     *connlimit.Limit
+	warnings  *warnLimit
 }
 
 // upstream is one provider with its client, built once.
@@ -60,6 +62,8 @@ func New(o Options) (*Proxy, error) {
 		keys:      &keyStore{dir: filepath.Clean(o.KeysDir), files: newFileCache(maxKeyFileBytes)},
 		limits:    &limitSource{path: o.LimitsFile, base: o.Default, files: newFileCache(maxLimitsFileBytes), log: log},
 		budgets:   newBudgets(o.Now, o.CallsInFlight),
+		conns:     connlimit.New(connlimit.Options{Max: o.MaxConnsPerClient, Key: connlimit.Address}),
+		warnings:  newWarnLimit(o.Now, time.Minute),
 	}
 	for _, pr := range o.Providers {
 		u, _ := pr.upstream() // validated
@@ -109,7 +113,9 @@ func (p *Proxy) dial(addr string) (net.Conn, error) {
 func (p *Proxy) Handler() fasthttp.RequestHandler { return p.serve }
 
 // Serve serves on ln until ctx ends, then stops taking calls and lets the
-// open ones (token streams) finish for up to DrainTimeout.
+// open ones (token streams) finish for up to DrainTimeout. Each sandbox
+// address holds at most MaxConnsPerClient connections: past that a new
+// one is closed as soon as it is accepted.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	s := &fasthttp.Server{
 		Handler:                      p.serve,
@@ -124,10 +130,11 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		CloseOnShutdown:              true,
 		SecureErrorLogMessage:        true,
 		MaxIdleWorkerDuration:        time.Second,
+		TCPKeepalive:                 true,
 		Logger:                       serverLogger{p.log},
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(writeDeadlines{ln, p.opts.WriteTimeout}) }()
+	go func() { errc <- s.Serve(writeDeadlines{p.conns.Listener(ln), p.opts.WriteTimeout}) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve egress: %w", err)
@@ -178,19 +185,39 @@ type call struct {
 	caller     informer.Caller
 	provider   string
 	path       string
+	kind       kind
 	status     int
 	outcome    string
 	ownKey     bool
-	admitted   bool // holds one of the user's calls in flight
+	key        []byte
+	body       []byte // the body sent on, for a POST
+	admitted   bool   // holds one of the user's calls in flight
+	grant      grant  // its reservation, when admitted
+	answered   bool   // the provider's response arrived
 	limits     Limits
 	usage      TokenUsage
 	retryAfter time.Duration
 	finished   bool // finish has run
 }
 
-// serve runs caller -> route -> budget -> key -> upstream -> respond. It
-// is the one place a call is served, so it recovers a panic: fasthttp
-// does not, and one call must not take the node proxy down.
+// charge is what the call costs its user's day: the usage the provider
+// reported for a response that arrived whole; nothing when the provider
+// never answered, or refused the call without reporting usage; otherwise
+// (cut off, or whole without usage) its reservation, or the usage seen if
+// that is more.
+func (c *call) charge() int64 {
+	switch {
+	case !c.answered:
+		return 0
+	case c.outcome == outcomeOK && (c.usage != TokenUsage{} || c.status >= 400):
+		return c.usage.Total
+	}
+	return max(c.grant.reserve, c.usage.Total)
+}
+
+// serve runs caller -> route -> key and body -> budget -> upstream ->
+// respond. It is the one place a call is served, so it recovers a panic:
+// fasthttp does not, and one call must not take the node proxy down.
 func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 	c := &call{start: time.Now(), client: ctx.RemoteIP().String(), status: fasthttp.StatusOK, outcome: outcomeOK}
 	defer func() {
@@ -199,6 +226,12 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}()
 	up, err := p.route(ctx, c)
+	if err == nil {
+		err = p.prepare(ctx, c, up)
+	}
+	if err == nil {
+		err = p.admit(c)
+	}
 	if err == nil {
 		var resp *fasthttp.Response
 		if resp, err = p.forward(ctx, c, up); err == nil {
@@ -231,26 +264,26 @@ func panicError(r any) error {
 	return fmt.Errorf("%w: %s\n%s", errPanic, what, debug.Stack())
 }
 
-// Refusals, mapped to statuses by refuse.
+// Refusals, mapped to statuses by refuse. errBadBody and errStoredState
+// come in a *refusal, whose message the sandbox gets.
 var (
-	errBadMethod  = errors.New("method not allowed")
-	errBadPath    = errors.New("path not allowed")
-	errOverBudget = errors.New("budget spent")
-	errUpstream   = errors.New("provider unreachable")
-	errPanic      = errors.New("handler panicked")
+	errBadMethod   = errors.New("method not allowed")
+	errBadPath     = errors.New("path not allowed")
+	errBadBody     = errors.New("request body refused")
+	errStoredState = errors.New("stored state on the shared key")
+	errOverBudget  = errors.New("budget spent")
+	errUpstream    = errors.New("provider unreachable")
+	errPanic       = errors.New("handler panicked")
 )
 
-// route identifies the caller, the provider and path, and takes the call
-// from the caller's budget.
+// route identifies the caller, the provider and path, and checks the
+// method is the one the path takes.
 func (p *Proxy) route(ctx *fasthttp.RequestCtx, c *call) (*upstream, error) {
 	caller, err := p.opts.Callers.ByIP(c.client)
 	if err != nil {
 		return nil, err
 	}
 	c.caller = caller
-	if !ctx.IsPost() && !ctx.IsGet() {
-		return nil, errBadMethod
-	}
 	raw := string(ctx.Request.URI().PathOriginal())
 	name, rest, _ := strings.Cut(strings.TrimPrefix(raw, "/"), "/")
 	up := p.providers[name]
@@ -258,25 +291,47 @@ func (p *Proxy) route(ctx *fasthttp.RequestCtx, c *call) (*upstream, error) {
 		return nil, fmt.Errorf("%w: no provider %q", errBadPath, name)
 	}
 	c.provider, c.path = name, "/"+rest
-	if strings.Contains(raw, "%") || !up.allows(c.path) {
+	if c.kind = up.allows(c.path); strings.Contains(raw, "%") || c.kind == kindNone {
 		return nil, fmt.Errorf("%w: %s", errBadPath, c.path)
 	}
-	c.limits = p.limits.forUser(caller.User)
-	if why, after := p.budgets.admit(caller.User, c.limits); why != "" {
-		c.retryAfter = after
-		return nil, fmt.Errorf("%w: %s", errOverBudget, why)
+	if m := string(ctx.Method()); m != c.kind.method() {
+		return nil, fmt.Errorf("%w: %s %s", errBadMethod, m, c.path)
 	}
-	c.admitted = true
 	return up, nil
+}
+
+// prepare finds the key and checks the body against it (request.go).
+func (p *Proxy) prepare(ctx *fasthttp.RequestCtx, c *call, up *upstream) error {
+	key, own, err := p.keys.key(&up.Provider, c.caller.User)
+	if err != nil {
+		return err
+	}
+	c.key, c.ownKey = key, own
+	if c.kind.method() != "POST" {
+		return nil
+	}
+	r, err := prepare(ctx.PostBody(), c.path, c.kind, up, own)
+	if err != nil {
+		return err
+	}
+	c.body, c.grant.reserve = r.body, r.reserve
+	return nil
+}
+
+// admit takes the call and its reservation from the caller's budget.
+func (p *Proxy) admit(c *call) error {
+	c.limits = p.limits.forUser(c.caller.User)
+	g, why, after := p.budgets.admit(c.caller.User, c.limits, c.grant.reserve)
+	if why != "" {
+		c.retryAfter = after
+		return fmt.Errorf("%w: %s", errOverBudget, why)
+	}
+	c.grant, c.admitted = g, true
+	return nil
 }
 
 // forward sends the call on with only the allowed headers and the real key.
 func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c *call, up *upstream) (*fasthttp.Response, error) {
-	key, own, err := p.keys.key(&up.Provider, c.caller.User)
-	if err != nil {
-		return nil, err
-	}
-	c.ownKey = own
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	req.Header.DisableNormalizing()
@@ -292,13 +347,10 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c *call, up *upstream) (*fasth
 			req.Header.SetBytesV(h, v)
 		}
 	}
-	req.Header.Set(up.Header, up.Prefix+string(key))
-	if ctx.IsPost() {
-		body := ctx.PostBody()
-		if definesStreamUsage(c.path) {
-			body = withStreamUsage(body)
-		}
-		req.SetBody(body)
+	req.Header.Set(up.Header, up.Prefix+string(c.key))
+	if c.body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(c.body)
 	}
 	resp := fasthttp.AcquireResponse()
 	sent := time.Now()
@@ -324,6 +376,10 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 		status, outcome, msg = fasthttp.StatusMethodNotAllowed, outcomeBadPath, "method not allowed"
 	case errors.Is(err, errBadPath):
 		status, outcome, msg = fasthttp.StatusNotFound, outcomeBadPath, "path not allowed"
+	case errors.Is(err, errBadBody):
+		status, outcome, msg = fasthttp.StatusBadRequest, outcomeBadBody, err.Error()
+	case errors.Is(err, errStoredState):
+		status, outcome, msg = fasthttp.StatusForbidden, outcomeStoredState, err.Error()
 	case errors.Is(err, errOverBudget):
 		status, outcome, msg = fasthttp.StatusTooManyRequests, outcomeOverBudget, "budget spent"
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int((c.retryAfter+time.Second-1)/time.Second))))
@@ -336,19 +392,42 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 		status, outcome, msg = fasthttp.StatusInternalServerError, outcomeUpstreamError, "internal error"
 	}
 	c.status, c.outcome = status, outcome
-	if (status >= 500 && outcome != outcomeStarting) || status == fasthttp.StatusForbidden {
+	switch {
+	case outcome == outcomeUnknownCaller:
+		if ok, suppressed := p.warnings.allow(c.client); ok {
+			p.log.Warn("egress call refused", "client", c.client, "status", status, "err", err, "suppressed", suppressed)
+		}
+	case status >= 500 && outcome != outcomeStarting:
 		p.log.Warn("egress call refused", "client", c.client, "user", c.caller.User, "provider", c.provider, "status", status, "err", err)
+	}
+	if closesConnection(status) {
+		ctx.SetConnectionClose()
 	}
 	ctx.Response.Header.SetContentType("application/json")
 	ctx.SetStatusCode(status)
-	fmt.Fprintf(ctx, `{"error":{"message":%q,"type":"sandgate_egress"}}`, msg)
+	b := appendString(append(make([]byte, 0, 128), `{"error":{"message":`...), msg)
+	ctx.Write(append(b, `,"type":"sandgate_egress"}}`...))
 }
 
-// finish records a call once it is over: metrics and one audit line.
+// closesConnection reports the refusals after which the connection is
+// closed: a caller that is no sandbox here, or a call no client of a
+// provider would send, gets no kept-alive connection to send more on.
+func closesConnection(status int) bool {
+	switch status {
+	case fasthttp.StatusBadRequest, fasthttp.StatusForbidden, fasthttp.StatusNotFound, fasthttp.StatusMethodNotAllowed:
+		return true
+	}
+	return false
+}
+
+// finish records a call once it is over: its charge, metrics and one
+// audit line.
 func (p *Proxy) finish(c *call) {
 	c.finished = true
+	charged := int64(0)
 	if c.admitted {
-		p.budgets.release(c.caller.User)
+		charged = c.charge()
+		p.budgets.settle(c.caller.User, c.grant, charged, c.limits)
 	}
 	name := c.provider
 	if name == "" || c.outcome == outcomeUnknownCaller {
@@ -368,123 +447,10 @@ func (p *Proxy) finish(c *call) {
 		today := p.budgets.usage(c.caller.User)
 		attrs = append(attrs, "sandbox", c.caller.Sandbox, "pod", c.caller.Pod,
 			"prompt_tokens", c.usage.Prompt, "completion_tokens", c.usage.Completion, "total_tokens", c.usage.Total,
-			"tokens_today", today.Tokens, "requests_today", today.Requests)
+			"reserved_tokens", c.grant.reserve, "charged_tokens", charged, "tokens_today", today.Tokens, "requests_today", today.Requests)
 	}
 	if c.provider != "" && c.outcome == outcomeOK || c.outcome == outcomeAborted {
 		attrs = append(attrs, "key", map[bool]string{true: "user", false: "shared"}[c.ownKey])
 	}
 	p.audit.Info("audit", attrs...)
-}
-
-// passHeader reports response headers passed back to the sandbox: the
-// body's type, the provider's request id, processing time and API version,
-// rate-limit and retry hints. Nothing that names the key's account
-// (openai-organization, openai-project, anthropic-organization-id).
-func passHeader(k []byte) bool {
-	h := strings.ToLower(string(k))
-	switch h {
-	case "content-type", "cache-control", "retry-after", "x-request-id", "request-id",
-		"openai-processing-ms", "openai-version":
-		return true
-	}
-	return strings.HasPrefix(h, "x-ratelimit-") || strings.HasPrefix(h, "anthropic-ratelimit-")
-}
-
-var eventStream = []byte("text/event-stream")
-
-// respond passes the provider's status and body on as it arrives: a body
-// of unknown length goes out chunked with the headers flushed first, so
-// each event reaches the sandbox without waiting for more.
-func (p *Proxy) respond(ctx *fasthttp.RequestCtx, c *call, up *upstream, resp *fasthttp.Response) {
-	c.status = resp.StatusCode()
-	ctx.SetStatusCode(c.status)
-	for k, v := range resp.Header.All() {
-		if passHeader(k) {
-			ctx.Response.Header.SetBytesKV(k, v)
-		}
-	}
-	b := &respBody{p: p, c: c, resp: resp,
-		m: meter{sse: bytes.HasPrefix(resp.Header.ContentType(), eventStream), maxDoc: maxUsageDocumentBytes}}
-	src, _ := resp.BodyStream().(fasthttp.ReadCloserWithError)
-	cl := resp.Header.ContentLength()
-	if src == nil || cl == 0 {
-		if src != nil {
-			src.CloseWithError(nil)
-		}
-		body := resp.Body()
-		b.m.write(body)
-		ctx.Response.SetBody(body)
-		b.end(nil)
-		return
-	}
-	b.src = src
-	if cl < 0 {
-		cl = -1
-		ctx.Response.ImmediateHeaderFlush = true
-	}
-	ctx.Response.SetBodyStream(b, cl)
-}
-
-// respBody streams a provider's response to the sandbox and meters its
-// usage; fasthttp closes it once written or when the sandbox has gone.
-type respBody struct {
-	p    *Proxy
-	c    *call
-	resp *fasthttp.Response
-	src  fasthttp.ReadCloserWithError
-	m    meter
-	done bool
-}
-
-// Read passes on what the provider sent and meters it. It runs after
-// serve has returned, outside its recover: a panic here ends this stream
-// as a panic, logged like serve's, instead of fasthttp's own recover
-// logging the panic's value as an aborted call.
-func (b *respBody) Read(buf []byte) (n int, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = panicError(r)
-			b.c.outcome = outcomePanic
-			b.p.log.Error("egress stream ended by a panic", "client", b.c.client, "user", b.c.caller.User, "provider", b.c.provider, "err", err)
-			n = 0
-		}
-	}()
-	n, err = b.src.Read(buf)
-	if n > 0 {
-		b.m.write(buf[:n])
-	}
-	return n, err
-}
-
-// CloseWithError ends the stream: err is why the sandbox side stopped
-// early (nil once the body was written).
-func (b *respBody) CloseWithError(err error) error {
-	if b.src != nil {
-		b.src.CloseWithError(err)
-	}
-	b.end(err)
-	return nil
-}
-
-func (b *respBody) end(err error) {
-	if b.done {
-		return
-	}
-	b.done = true
-	fasthttp.ReleaseResponse(b.resp)
-	c := b.c
-	c.usage = b.m.done()
-	if err != nil && c.outcome != outcomePanic {
-		c.outcome = outcomeAborted
-	}
-	b.p.budgets.charge(c.caller.User, c.usage.Total, c.limits)
-	b.p.finish(c)
-}
-
-// serverLogger sends fasthttp's own messages (a connection it dropped) to
-// the proxy's log at Debug.
-type serverLogger struct{ log *slog.Logger }
-
-func (l serverLogger) Printf(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...))
 }

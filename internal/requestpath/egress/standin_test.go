@@ -27,7 +27,8 @@ import (
 // providerStandin stands in for an OpenAI-compatible provider on loopback:
 // it records every request it receives and answers a completion with
 // usage, or streams one event per release when the request asks to
-// stream.
+// stream, ending with the usage only when stream_options.include_usage
+// asks for it, as OpenAI does.
 type providerStandin struct {
 	srv     *httptest.Server
 	usage   int // total_tokens reported per call
@@ -57,7 +58,10 @@ func (s *providerStandin) serve(w http.ResponseWriter, r *http.Request) {
 	s.seen = append(s.seen, seenRequest{Path: r.URL.RequestURI(), Header: r.Header.Clone(), Body: string(body)})
 	s.mu.Unlock()
 	var req struct {
-		Stream bool `json:"stream"`
+		Stream        bool `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 	}
 	json.Unmarshal(body, &req)
 	if !req.Stream {
@@ -82,7 +86,9 @@ func (s *providerStandin) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", s.usage-5, s.usage)
+	if req.StreamOptions.IncludeUsage {
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\n", s.usage-5, s.usage)
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
@@ -241,7 +247,13 @@ func client(ip string) *http.Client {
 // call posts body to path from ip with the placeholder key an agent holds.
 func (e *env) call(ip, path, body string) *http.Response {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+e.addr+path, strings.NewReader(body))
+	return e.do(ip, http.MethodPost, path, body)
+}
+
+// do sends a method call to path from ip, as call does.
+func (e *env) do(ip, method, path, body string) *http.Response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, "http://"+e.addr+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}

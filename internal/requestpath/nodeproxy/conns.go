@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/connlimit"
 	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/openset"
 )
@@ -24,7 +25,7 @@ import (
 type listener struct {
 	net.Listener
 	writeTimeout time.Duration
-	limit        *connLimit
+	limit        *connlimit.Limit
 
 	conns openset.Set[*clientConn]
 }
@@ -43,14 +44,14 @@ func (l *listener) Accept() (net.Conn, error) {
 		cc := &clientConn{Conn: c, l: l}
 		if l.limit != nil {
 			var ok bool
-			if cc.key, cc.counted, ok = l.limit.acquire(c.RemoteAddr()); !ok {
+			if cc.key, cc.counted, ok = l.limit.Acquire(c.RemoteAddr()); !ok {
 				c.Close()
 				continue
 			}
 		}
 		if !l.conns.Add(cc) {
 			if cc.counted {
-				l.limit.release(cc.key)
+				l.limit.Release(cc.key)
 			}
 			c.Close()
 			return nil, net.ErrClosed
@@ -111,7 +112,7 @@ func (c *clientConn) Close() error {
 		first = true
 		c.l.conns.Remove(c)
 		if c.counted {
-			c.l.limit.release(c.key)
+			c.l.limit.Release(c.key)
 		}
 	})
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok && first && c.linger.Load() {

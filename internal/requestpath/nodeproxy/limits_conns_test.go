@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandgate/sandgate/internal/connlimit"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -22,8 +23,8 @@ func TestConnectionsBoundedPerClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := p.newClientListener(ln)
-	lim.limit.max = 3
+	lim := newListener(ln, p.opts.WriteTimeout)
+	lim.limit = connlimit.New(connlimit.Options{Max: 3})
 	srv := p.newServer()
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(lim) }()

@@ -19,10 +19,14 @@ type egressRunner struct {
 	ln    net.Listener
 }
 
+// clientTimeouts are the node proxy's HEADER_TIMEOUT, KEEPALIVE_TIMEOUT and
+// WRITE_TIMEOUT: the egress listener holds a sandbox to them as the other
+// listeners hold a browser.
+type clientTimeouts struct{ header, keepAlive, write time.Duration }
+
 // newEgress builds the egress proxy on idx's caches and binds its
-// listener; it returns nil when no provider is configured. A write to a
-// sandbox is bounded by the proxy's WRITE_TIMEOUT, as a write to a client.
-func newEgress(e EgressConfig, writeTimeout time.Duration, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
+// listener; it returns nil when no provider is configured.
+func newEgress(e EgressConfig, t clientTimeouts, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
 	if !e.enabled() {
 		return nil, nil
 	}
@@ -34,10 +38,10 @@ func newEgress(e EgressConfig, writeTimeout time.Duration, idx *informer.Index, 
 	p, err := egress.New(egress.Options{
 		Providers: providers, KeysDir: e.KeysDir, LimitsFile: e.LimitsFile,
 		Default:      egress.Limits{RequestsPerMinute: e.RequestsPerMinute, TokensPerDay: int64(e.TokensPerDay)},
-		MaxBodyBytes: e.MaxBodyKB << 10,
-		WriteTimeout: writeTimeout,
-		Callers:      callers,
-		Logger:       log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
+		MaxBodyBytes: e.MaxBodyKB << 10, MaxConnsPerClient: e.MaxConnsPerClient,
+		HeaderTimeout: t.header, IdleTimeout: t.keepAlive, WriteTimeout: t.write,
+		Callers: callers,
+		Logger:  log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
 	})
 	if err != nil {
 		return nil, err

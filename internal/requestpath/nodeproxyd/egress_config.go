@@ -22,12 +22,14 @@ type EgressConfig struct {
 	RequestsPerMinute int
 	TokensPerDay      int
 	MaxBodyKB         int
+	MaxConnsPerClient int
 }
 
 func egressDefaults() EgressConfig {
 	return EgressConfig{
 		Addr: ":8090", KeysDir: "/etc/sandgate/provider-keys",
 		RequestsPerMinute: 60, TokensPerDay: 2_000_000, MaxBodyKB: egress.DefaultMaxBodyBytes >> 10,
+		MaxConnsPerClient: egress.DefaultMaxConnsPerClient,
 	}
 }
 
@@ -40,6 +42,7 @@ func (e *EgressConfig) settings() []settings.Setting {
 		settings.Var("egress-requests-per-minute", "EGRESS_REQUESTS_PER_MINUTE", "each user's provider calls per minute unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.RequestsPerMinute)),
 		settings.Var("egress-tokens-per-day", "EGRESS_TOKENS_PER_DAY", "each user's provider tokens per UTC day unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.TokensPerDay)),
 		settings.Var("egress-max-body-kb", "EGRESS_MAX_BODY_KB", "largest provider call body (413 past it)", settings.Int(&e.MaxBodyKB)),
+		settings.Var("egress-max-conns-per-client", "EGRESS_MAX_CONNS_PER_CLIENT", "connections one sandbox address may hold open to the egress listener; past it a new one is closed at once", settings.Int(&e.MaxConnsPerClient)),
 	}
 }
 
@@ -68,6 +71,9 @@ func (e EgressConfig) validate(others ...string) []error {
 	}
 	if e.RequestsPerMinute < 0 || e.TokensPerDay < 0 {
 		errs = append(errs, errors.New("EGRESS_REQUESTS_PER_MINUTE and EGRESS_TOKENS_PER_DAY must not be negative"))
+	}
+	if e.MaxConnsPerClient < 1 || e.MaxConnsPerClient > 4096 {
+		errs = append(errs, fmt.Errorf("EGRESS_MAX_CONNS_PER_CLIENT %d must be 1-4096", e.MaxConnsPerClient))
 	}
 	if e.MaxBodyKB < 1 {
 		errs = append(errs, fmt.Errorf("EGRESS_MAX_BODY_KB %d must be at least 1", e.MaxBodyKB))
