@@ -342,11 +342,6 @@ func (s *claimStore) remove(ctx context.Context, c *extensions.SandboxClaim) err
 	return nil
 }
 
-func invalidConfiguration(sb *agents.Sandbox) bool {
-	_, ok := agents.InvalidConfiguration(sb)
-	return ok
-}
-
 // state tells the user what their sandbox is doing.
 func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) string {
 	if c == nil || c.DeletionTimestamp != nil {
@@ -358,7 +353,7 @@ func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) stri
 		case err != nil:
 		case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 			return StateSuspended
-		case invalidConfiguration(sb):
+		case agents.Invalid(sb):
 			return StateInvalid
 		case agents.Terminated(sb):
 			return StateFailed

@@ -10,13 +10,6 @@ import (
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 )
 
-// invalidConfiguration reports whether the controller gave up on sb for
-// good (agent-sandbox v1.0.4+).
-func invalidConfiguration(sb *agents.Sandbox) bool {
-	_, ok := agents.InvalidConfiguration(sb)
-	return ok
-}
-
 // reportInvalid tells operators, once per rejection, that the controller
 // gave up on a managed sandbox: nothing the leader does (suspend, pod
 // deletion) mends it, so it does neither. It logs at Error, counts the

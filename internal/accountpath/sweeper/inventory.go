@@ -73,7 +73,7 @@ func sandboxState(sb *agents.Sandbox, own owners) string {
 		return stateUnmanaged
 	case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
 		return stateSuspended
-	case agents.Terminated(sb), invalidConfiguration(sb):
+	case agents.Terminated(sb), agents.Invalid(sb):
 		return stateFailed
 	case meta.IsStatusConditionTrue(sb.Status.Conditions, agents.ConditionReady):
 		return stateReady

@@ -90,6 +90,12 @@ func InvalidConfiguration(sb *Sandbox) (string, bool) {
 	return c.Message, true
 }
 
+// Invalid reports whether InvalidConfiguration holds for sb.
+func Invalid(sb *Sandbox) bool {
+	_, ok := InvalidConfiguration(sb)
+	return ok
+}
+
 func readyCondition(sb *Sandbox) *metav1.Condition {
 	for i := range sb.Status.Conditions {
 		if sb.Status.Conditions[i].Type == ConditionReady {

@@ -43,6 +43,9 @@ func TestCurrentPodState(t *testing.T) {
 			if invalid != tt.invalid || (invalid && msg != "m") {
 				t.Errorf("InvalidConfiguration = %q, %v, want %v", msg, invalid, tt.invalid)
 			}
+			if Invalid(sb) != tt.invalid {
+				t.Errorf("Invalid = %v, want %v", Invalid(sb), tt.invalid)
+			}
 		})
 	}
 }
