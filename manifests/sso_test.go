@@ -145,3 +145,53 @@ func toolsVersion(t *testing.T, gomod, module string) string {
 	t.Fatalf("%s does not require %s", gomod, module)
 	return ""
 }
+
+// TestSSOProvesIdentity: in the SSO variant oauth2-proxy proves every
+// request (--pass-basic-auth, its password from a Secret key, the user it
+// puts in X-Forwarded-User, not the e-mail) and every node proxy reads the
+// same Secret key as AUTH_PROXY_SECRET_FILE, so X-Forwarded-User is kept
+// by that proof, not by the peer's address (finding 5 of issue 45).
+func TestSSOProvesIdentity(t *testing.T) {
+	objs := build(t, "exposure/sso")
+	type ref struct{ secret, key string }
+	var proxy *ref
+	for _, d := range decodeAll[appsv1.Deployment](t, objs, "Deployment", "", "oauth2-proxy") {
+		c := d.Spec.Template.Spec.Containers[0]
+		if !slices.Contains(c.Args, "--pass-basic-auth=true") || slices.Contains(c.Args, "--prefer-email-to-user=true") {
+			t.Errorf("oauth2-proxy args %q: want --pass-basic-auth=true and the user, not the e-mail, in its proof", c.Args)
+		}
+		for _, e := range c.Env {
+			if e.Name == "OAUTH2_PROXY_BASIC_AUTH_PASSWORD" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				proxy = &ref{e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key}
+			}
+		}
+	}
+	if proxy == nil {
+		t.Fatal("oauth2-proxy takes OAUTH2_PROXY_BASIC_AUTH_PASSWORD from no Secret: it proves nothing")
+	}
+	dss := nodeproxyDaemonSets(t, objs)
+	if len(dss) == 0 {
+		t.Fatal("no node proxy DaemonSet")
+	}
+	for _, ds := range dss {
+		c := nodeproxyContainer(ds)
+		file := containerSettings(c, objs)["AUTH_PROXY_SECRET_FILE"]
+		if file == "" {
+			t.Errorf("DaemonSet %s sets no AUTH_PROXY_SECRET_FILE: X-Forwarded-User would be trusted by address", ds.Name)
+			continue
+		}
+		var got *ref
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				for _, v := range ds.Spec.Template.Spec.Volumes {
+					if v.Name == m.Name && v.Secret != nil {
+						got = &ref{v.Secret.SecretName, strings.TrimPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/")}
+					}
+				}
+			}
+		}
+		if got == nil || *got != *proxy {
+			t.Errorf("DaemonSet %s: AUTH_PROXY_SECRET_FILE %s is %+v, want oauth2-proxy's password %+v", ds.Name, file, got, *proxy)
+		}
+	}
+}

@@ -116,6 +116,19 @@ func TestSSOPreflight(t *testing.T) {
 				unstructured.RemoveNestedField(nodeConfig(objs).Object, "data", "AUTH_PROXY_HEADER")
 				return objs
 			}},
+		{name: "node proxies without the proof", check: ssopreflight.CheckHeader, reason: "has no AUTH_PROXY_SECRET_FILE",
+			breaks: func(objs []*unstructured.Unstructured, _ string) []*unstructured.Unstructured {
+				for _, obj := range objs {
+					if obj.GetKind() != "DaemonSet" {
+						continue
+					}
+					containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+					c := containers[0].(map[string]any)
+					c["env"] = slices.DeleteFunc(c["env"].([]any), func(e any) bool { return e.(map[string]any)["name"] == "AUTH_PROXY_SECRET_FILE" })
+					must(t, unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers"))
+				}
+				return objs
+			}},
 		{name: "node proxies trust every peer", check: ssopreflight.CheckHeader, reason: "trusts every peer",
 			breaks: func(objs []*unstructured.Unstructured, _ string) []*unstructured.Unstructured {
 				must(t, unstructured.SetNestedField(nodeConfig(objs).Object, "10.244.0.0/16,0.0.0.0/0", "data", "TRUSTED_PROXIES"))

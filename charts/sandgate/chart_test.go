@@ -249,3 +249,26 @@ func readYAML(t *testing.T, path string, into any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestChartGeneratesSSOProof: with sso.generateProof the SSO variant gets
+// its sso-proxy-proof Secret in both namespaces, one value for oauth2-proxy
+// and the node proxies; other exposures get none.
+func TestChartGeneratesSSOProof(t *testing.T) {
+	helm := helmPath(t)
+	proofs := func(set ...string) map[string]string {
+		out := map[string]string{}
+		for _, o := range helmTemplate(t, helm, set...) {
+			if o.GetKind() == "Secret" && o.GetName() == "sso-proxy-proof" {
+				out[o.GetNamespace()], _, _ = unstructured.NestedString(o.Object, "data", "password")
+			}
+		}
+		return out
+	}
+	got := proofs("exposure=sso", "sso.issuerURL=https://login.example.org/", "sso.allowedGroup=agents", "sso.generateProof=true")
+	if len(got) != 2 || got["sandgate"] == "" || got["sandgate"] != got["sandgate-node"] {
+		t.Errorf("sso-proxy-proof Secrets %v: want one password in sandgate and sandgate-node", got)
+	}
+	if got := proofs("exposure=ingress", "sso.generateProof=true"); len(got) != 0 {
+		t.Errorf("exposure=ingress rendered sso-proxy-proof Secrets %v", got)
+	}
+}

@@ -20,8 +20,9 @@ import (
 const probeIdentity = "sandgate-preflight-probe"
 
 // header checks that the auth API trusts an identity header, that the
-// node proxies know the same header (they strip it from every peer outside
-// TRUSTED_PROXIES) and trust no catch-all range and no node's address,
+// node proxies know the same header and keep it only with the SSO proxy's
+// proof (AUTH_PROXY_SECRET_FILE; they strip it from every request without
+// it), and trust no catch-all range and no node's address,
 // and, with a ProbeURL,
 // that an identity asserted in the header from here is not believed.
 func (s *state) header(ctx context.Context) ([]string, error) {
@@ -52,6 +53,9 @@ func (s *state) header(ctx context.Context) ([]string, error) {
 		}
 		if h := env["AUTH_PROXY_HEADER"]; authHeader != "" && !strings.EqualFold(h, authHeader) {
 			reasons = append(reasons, fmt.Sprintf("%s has AUTH_PROXY_HEADER %q, but the auth API trusts %q: the node proxies pass a client's %s through", sh.what, h, authHeader, authHeader))
+		}
+		if authHeader != "" && env["AUTH_PROXY_SECRET_FILE"] == "" {
+			reasons = append(reasons, fmt.Sprintf("%s has no AUTH_PROXY_SECRET_FILE: it believes %s from every peer in TRUSTED_PROXIES, by address, not by oauth2-proxy's proof", sh.what, authHeader))
 		}
 		for _, cidr := range strings.Split(env["TRUSTED_PROXIES"], ",") {
 			p, err := netip.ParsePrefix(strings.TrimSpace(cidr))

@@ -12,17 +12,17 @@ import (
 // toAuthAPI forwards a request outside /u/ to the auth API, so the browser
 // sees one origin. The request keeps its Host, cookies and credentials;
 // X-Forwarded-For is the peer, after what a trusted proxy forwarded;
-// identity headers pass only from trusted proxies. The response passes
+// identity headers pass only when the SSO proxy's identity is proven
+// (checkIdentity). The response passes
 // through, Set-Cookie included. When no replica answers, the client gets
 // 503 with Retry-After (ErrAuthAPIUnavailable), never a sign-in prompt.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
-	trusted := p.trustedProxy(x.peer)
 	p.forward(ctx, x, forwarding{
 		upstream: upstreamAuthAPI,
 		origin:   p.authAPI.public,
 		target:   string(ctx.Request.Header.RequestURI()),
 		copyHeaders: func(dst, src *fasthttp.RequestHeader) {
-			copyForAuthAPI(dst, src, trusted)
+			copyForAuthAPI(dst, src, x.asserted)
 		},
 		setHeaders: func(outHeader, string) {},
 		readBody:   p.readAuthAPIBody,
@@ -68,8 +68,8 @@ func (p *Proxy) readAuthAPIBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, f
 }
 
 // copyForAuthAPI copies client headers for the auth API: all but hop-by-hop
-// ones and the hop marker; identity headers only from a trusted peer.
-func copyForAuthAPI(dst, src *fasthttp.RequestHeader, trusted bool) {
+// ones and the hop marker; identity headers only when asserted.
+func copyForAuthAPI(dst, src *fasthttp.RequestHeader, asserted bool) {
 	conn := connectionTokens(src)
 	var buf [maxHeaderName]byte
 	for k, v := range src.All() {
@@ -78,7 +78,7 @@ func copyForAuthAPI(dst, src *fasthttp.RequestHeader, trusted bool) {
 		case hopByHop[string(name)], listed(conn, name), string(name) == "host", string(name) == "content-length",
 			string(name) == "expect", hasPrefix(name, "x-sandgate-"):
 			continue
-		case !trusted && (string(name) == "forwarded" || string(name) == "x-real-ip" || identityName(name)):
+		case !asserted && (string(name) == "forwarded" || string(name) == "x-real-ip" || identityName(name)):
 			continue
 		}
 		dst.AddBytesKV(k, v)

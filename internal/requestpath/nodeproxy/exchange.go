@@ -26,6 +26,8 @@ type exchange struct {
 	fwd    forwarded
 	hopIn  bool
 	ws     bool
+	// asserted: the identity headers were kept (checkIdentity).
+	asserted bool
 
 	auth string // authentication method
 	// session is the credential a WebSocket or stream checks again while

@@ -116,9 +116,7 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 	if x.route.kind == routeAuthAPI && isInternal(x.route.path) {
 		x.route.kind = routeNoUser
 	}
-	if !p.trustedProxy(peer) {
-		p.stripIdentity(&ctx.Request.Header)
-	}
+	x.asserted = p.checkIdentity(&ctx.Request.Header, peer)
 	return x
 }
 

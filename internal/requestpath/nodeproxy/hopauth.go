@@ -210,15 +210,20 @@ type hopTrust struct {
 	vouched bool
 }
 
-// trusted reports whether a's forwarded headers count: a configured
-// proxy; with a hop key, the direct peer of a verified hop; without one,
-// any node address on a hop (the source address is all there is).
+// trusted reports whether a's forwarded headers count. With a hop key,
+// the direct peer of a hop counts by its proof alone, never by its
+// address (a configured proxy's included); any other address counts when
+// it is a configured proxy (an ingress earlier in the chain). Without a
+// hop key: a configured proxy, or any node address on a hop (the source
+// address is all there is).
 func (t hopTrust) trusted(a netip.Addr) bool {
 	switch {
+	case t.p.hopAuth != nil && t.hop && a == t.peer:
+		return t.vouched
 	case t.p.trustedProxy(a):
 		return true
 	case t.p.hopAuth != nil:
-		return t.vouched && a == t.peer
+		return false
 	default:
 		return t.hop && t.p.isNode(a)
 	}

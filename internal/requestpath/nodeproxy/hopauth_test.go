@@ -3,6 +3,7 @@ package nodeproxy
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,9 @@ import (
 // hop only when its X-Sandgate-Hop-Auth proof verifies with the shared
 // hop key for exactly this request; every other hop, even from a node's
 // address, is served as a client's request (its X-Forwarded-For replaced
-// by its address) and counted as refused. Without a hop key the source
-// address decides, as before.
+// by its address) and counted as refused, also from an address in
+// TrustedProxies. Without a hop key the source address decides, as
+// before.
 func TestHopTrustNeedsAValidProof(t *testing.T) {
 	const (
 		forged  = "198.51.100.7"
@@ -34,6 +36,7 @@ func TestHopTrustNeedsAValidProof(t *testing.T) {
 		name     string
 		noKey    bool // node-b runs without a hop key
 		fromNode bool // the sender's address is a node's
+		proxy    bool // the sender's address is in TrustedProxies
 		proof    func(h *harness) []string
 		hdr      map[string]string // headers set after signing
 		want     []string          // X-Forwarded-For the app sees, per request
@@ -68,6 +71,12 @@ func TestHopTrustNeedsAValidProof(t *testing.T) {
 			hdr: map[string]string{"X-Forwarded-For": "203.0.113.9"}, want: []string{client}, refused: 1},
 		{name: "malformed proof", fromNode: true, proof: func(*harness) []string { return []string{"v1.1.2.3"} },
 			want: []string{client}, refused: 1},
+		{name: "valid proof from a trusted proxy's address", proxy: true, proof: signed(claim), want: []string{trusted}},
+		{name: "no proof from a trusted proxy's address", proxy: true, fromNode: true, proof: none, want: []string{client}, refused: 1},
+		{name: "forged MAC from a trusted proxy's address", proxy: true, proof: func(h *harness) []string {
+			return []string{newHopAuth([]byte(strings.Repeat("k", MinHopKeyBytes)), h.clock.Now, hopNonces).sign(claim)}
+		}, want: []string{client}, refused: 1},
+		{name: "no hop key: a trusted proxy's address is trusted", noKey: true, proxy: true, proof: none, want: []string{trusted}},
 		{name: "no hop key: a node's address is trusted", noKey: true, fromNode: true, proof: none, want: []string{trusted}},
 		{name: "no hop key: a non-node address is not", noKey: true, proof: none, want: []string{client}},
 	} {
@@ -75,6 +84,9 @@ func TestHopTrustNeedsAValidProof(t *testing.T) {
 			h := newHarness(t, harnessOpts{peers: true, modify: func(o *Options) {
 				if tc.noKey {
 					o.HopKey = nil
+				}
+				if tc.proxy {
+					o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 				}
 			}})
 			h.addUser("carol", "node-b")

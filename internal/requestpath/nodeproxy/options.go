@@ -166,8 +166,19 @@ type Options struct {
 	// AuthProxyHeader is the header the auth API takes an SSO proxy's
 	// user from (its AUTH_PROXY_HEADER), when set: like every identity
 	// header it is removed from requests of peers outside
-	// TrustedProxies and never reaches an app.
+	// TrustedProxies (or, with AuthProxySecret, from requests without
+	// the proof) and never reaches an app.
 	AuthProxyHeader string
+
+	// AuthProxySecret, when set, is the password the SSO proxy proves on
+	// every request: "Authorization: Basic base64(<user>:<secret>)",
+	// <user> equal to its AuthProxyHeader (oauth2-proxy's
+	// --pass-basic-auth with --basic-auth-password). The identity
+	// headers are then kept only on a request with that proof, whatever
+	// its peer's address; the proof (every Authorization but a bearer
+	// token) never goes upstream. At least MinAuthProxySecretBytes;
+	// needs AuthProxyHeader.
+	AuthProxySecret []byte
 
 	// HopKey, shared by every node proxy, authenticates hops: a hop sent
 	// carries an HMAC proof made with it, and a hop received has its
@@ -269,7 +280,8 @@ var requestFraming = map[string]bool{
 }
 
 // identityPrefixes start the names of client identity and hop headers that
-// are never forwarded either, and that only TrustedProxies may send: ours,
+// are never forwarded either, and that only TrustedProxies (or, with
+// AuthProxySecret, a request with the proof) may send: ours,
 // and the user headers of common SSO proxies (oauth2-proxy, Authelia and
 // Authentik's "Remote-", Apache's "X-Remote-", Pomerium, Cloudflare
 // Access, Google IAP).
@@ -335,6 +347,12 @@ func (o Options) Validate() error {
 	}
 	if h := strings.ToLower(o.AuthProxyHeader); h != "" && (!validToken(h) || hopByHop[h] || requestFraming[h]) {
 		bad("auth proxy header %q is not a header name an SSO proxy can assert a user with", o.AuthProxyHeader)
+	}
+	if o.AuthProxySecret != nil && len(o.AuthProxySecret) < MinAuthProxySecretBytes {
+		bad("auth proxy secret of %d bytes is shorter than %d", len(o.AuthProxySecret), MinAuthProxySecretBytes)
+	}
+	if o.AuthProxySecret != nil && o.AuthProxyHeader == "" {
+		bad("an auth proxy secret needs the auth proxy header it proves")
 	}
 	if o.HopKey != nil && len(o.HopKey) < MinHopKeyBytes {
 		bad("hop key of %d bytes is shorter than %d", len(o.HopKey), MinHopKeyBytes)

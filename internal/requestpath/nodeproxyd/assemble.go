@@ -158,6 +158,9 @@ func (d *Daemon) assemble(deps Deps) error {
 	if o.HopKey == nil {
 		warnUnauthenticatedHops(log)
 	}
+	if o.AuthProxySecret, err = c.authProxySecret(); err != nil {
+		return err
+	}
 	o.Directory, o.Peers, o.Waiter = d.idx, d.idx, d.idx
 	o.ReadyChecks = []nodeproxy.ReadyCheck{{Name: "informers", Ready: d.idx.HasSynced}, {Name: "jwks", Ready: d.fetcher.Ready}}
 	o.Activity = d.tracker

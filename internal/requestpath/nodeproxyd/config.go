@@ -34,6 +34,7 @@ type Config struct {
 	AuthAPIURL, JWKSURL       string
 	AuthAPIInternalURL        string
 	AuthProxyHeader           string
+	AuthProxySecretFile       string
 	Issuer, Audience          string
 	JWKSRefresh               time.Duration
 	SATokenFile               string
@@ -137,7 +138,8 @@ func (c *Config) settings() []settings.Setting {
 		settings.Var("peer-port", "PEER_PORT", "port of the other nodes' proxies; 0 means this proxy's listen port", settings.Int(&c.PeerPort)),
 		settings.Var("hop-key-file", "HOP_KEY_FILE", "key shared by every node proxy (at least 32 bytes; read at start) that authenticates hops: only a hop whose HMAC proof verifies has its forwarded headers trusted; empty trusts hops by node address (set it in production)", settings.String(&c.HopKeyFile)),
 		settings.Var("trusted-proxies", "TRUSTED_PROXIES", "comma-separated CIDRs whose X-Forwarded-For/Proto/Host are kept (ingress, TLS terminator)", settings.String(&c.TrustedProxies)),
-		settings.Var("auth-proxy-header", "AUTH_PROXY_HEADER", "the auth API's SSO user header (keep equal to the auth API's): only TRUSTED_PROXIES may send it, and it never reaches an app", settings.String(&c.AuthProxyHeader)),
+		settings.Var("auth-proxy-header", "AUTH_PROXY_HEADER", "the auth API's SSO user header (keep equal to the auth API's): only TRUSTED_PROXIES may send it (with AUTH_PROXY_SECRET_FILE, only a request with the proof), and it never reaches an app", settings.String(&c.AuthProxyHeader)),
+		settings.Var("auth-proxy-secret-file", "AUTH_PROXY_SECRET_FILE", "file with the secret (at least 32 bytes; read at start) the SSO proxy proves on every request as Authorization: Basic <AUTH_PROXY_HEADER value>:<secret> (oauth2-proxy's --basic-auth-password): AUTH_PROXY_HEADER is then kept only with that proof, from any address, and the proof never goes upstream", settings.String(&c.AuthProxySecretFile)),
 		settings.Var("max-body-mb", "MAX_BODY_MB", "request body limit in MiB (413 past it)", settings.Int(&c.MaxBodyMB)),
 		settings.Var("buffer-body-kb", "BUFFER_BODY_KB", "bodies up to this size are read whole before the app sees the request", settings.Int(&c.BufferBodyKB)),
 		settings.Var("max-in-flight-per-user", "MAX_IN_FLIGHT_PER_USER", "concurrent requests plus WebSockets per user (503 / close 1011 past it)", settings.Int(&c.MaxInFlightPerUser)),
@@ -260,7 +262,13 @@ func (c Config) Validate() error {
 			bad("%s %v must be positive", name, d)
 		}
 	}
+	if c.AuthProxySecretFile != "" && c.AuthProxyHeader == "" {
+		bad("AUTH_PROXY_SECRET_FILE needs AUTH_PROXY_HEADER, the header its proof vouches for")
+	}
 	if _, err := c.trustedProxies(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.authProxySecret(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := c.hopKey(); err != nil {

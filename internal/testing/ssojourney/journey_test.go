@@ -2,6 +2,7 @@ package ssojourney
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net"
 	"net/http"
@@ -60,19 +61,32 @@ func TestSSOJourney(t *testing.T) {
 	})
 
 	t.Run("requests that skip oauth2-proxy with a forged identity are refused", func(t *testing.T) {
-		for _, node := range p.nodeAddrs {
-			if code, body := forged(t, node, http.MethodPost, "/login", alice.Subject); code != http.StatusUnauthorized || strings.Contains(body, user) {
-				t.Errorf("forged login at %s: %d %.200s, want 401", node, code, body)
+		// From any address: an untrusted one, and oauth2-proxy's own
+		// (in TRUSTED_PROXIES), with no proof or a wrong one.
+		wrongProof := "Basic " + base64.StdEncoding.EncodeToString([]byte(alice.Subject+":"+strings.Repeat("0", 64)))
+		for _, f := range []forgery{
+			{from: net.IPv4(127, 0, 0, 9)},
+			{from: net.IPv4(127, 0, 0, 1)},
+			{from: net.IPv4(127, 0, 0, 1), auth: wrongProof},
+		} {
+			for _, node := range p.nodeAddrs {
+				if code, body := f.send(t, node, http.MethodPost, "/login", alice.Subject); code != http.StatusUnauthorized || strings.Contains(body, user) {
+					t.Errorf("forged login at %s from %s: %d %.200s, want 401", node, f.from, code, body)
+				}
+				if code, body := f.send(t, node, http.MethodPost, "/users", alice.Subject); code < 400 {
+					t.Errorf("forged signup at %s from %s: %d %.200s, want a refusal", node, f.from, code, body)
+				}
+				if code, body := f.send(t, node, http.MethodGet, "/", alice.Subject); strings.Contains(body, "Continue as") {
+					t.Errorf("the landing page at %s believed a forged identity from %s: %d", node, f.from, code)
+				}
+				if code, body := f.send(t, node, http.MethodGet, "/u/"+user+"/", alice.Subject); code == http.StatusOK && strings.Contains(body, "DSH Web") {
+					t.Errorf("the agent at %s answered a forged identity from %s", node, f.from)
+				}
 			}
-			if code, body := forged(t, node, http.MethodPost, "/users", alice.Subject); code < 400 {
-				t.Errorf("forged signup at %s: %d %.200s, want a refusal", node, code, body)
-			}
-			if code, body := forged(t, node, http.MethodGet, "/", alice.Subject); strings.Contains(body, "Continue as") {
-				t.Errorf("the landing page at %s believed a forged identity: %d", node, code)
-			}
-			if code, body := forged(t, node, http.MethodGet, "/u/"+user+"/", alice.Subject); code == http.StatusOK && strings.Contains(body, "DSH Web") {
-				t.Errorf("the agent at %s answered a forged identity", node)
-			}
+		}
+		// The same user through oauth2-proxy is believed.
+		if code, body := b.do(t, http.MethodPost, "/login", url.Values{}); code >= 400 {
+			t.Errorf("login through oauth2-proxy: %d %.300s, want the SSO user believed", code, body)
 		}
 		// oauth2-proxy itself sends a request without its cookie to the
 		// provider, whatever identity header it carries.
@@ -98,6 +112,12 @@ func TestSSOJourney(t *testing.T) {
 		if peer.forwarded.Load() == 0 {
 			t.Error("the preflight's probe never reached the node proxy")
 		}
+		// Also from 127.0.0.1, oauth2-proxy's address, in the node
+		// proxies' TRUSTED_PROXIES: without the proof, no address is
+		// believed.
+		if run := p.preflight(t, p.nodeAddrs[0], nil); run.code != 0 || len(run.fails()) > 0 {
+			t.Errorf("sandgate-preflight probing from a trusted proxy's address exited %d, want 0:\n%s%s", run.code, run.stdout, run.stderr)
+		}
 		for _, check := range []string{ssopreflight.CheckNetworkPolicy, ssopreflight.CheckExposure, ssopreflight.CheckHeader} {
 			if !strings.Contains(run.stdout, "ok   "+check+"\n") {
 				t.Errorf("no passing %s check:\n%s", check, run.stdout)
@@ -122,9 +142,6 @@ func TestSSOJourney(t *testing.T) {
 			reason string
 		}{
 			{"configured to trust a catch-all", untrustedPeer(t, p.nodeAddrs[0]).addr, catchAll, "trusts every peer (TRUSTED_PROXIES has 0.0.0.0/0)"},
-			// The preflight connects from 127.0.0.1, oauth2-proxy's
-			// address, which the journey's node proxies trust.
-			{"trusting the probing host", p.nodeAddrs[0], nil, "is not stripped from untrusted peers"},
 		} {
 			run := p.preflight(t, tc.probe, tc.change)
 			fails := run.fails()
@@ -189,11 +206,18 @@ func TestSSOJourney(t *testing.T) {
 	})
 }
 
-// forged sends method path straight to a node proxy, skipping oauth2-proxy,
-// from an address outside TRUSTED_PROXIES, with identity in the SSO header.
-func forged(t *testing.T, node, method, path, identity string) (int, string) {
+// forgery is a request that skips oauth2-proxy: from an address, with an
+// Authorization value or none.
+type forgery struct {
+	from net.IP
+	auth string
+}
+
+// send sends method path straight to a node proxy as f says, with
+// identity in the SSO header.
+func (f forgery) send(t *testing.T, node, method, path, identity string) (int, string) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9)}}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: f.from}}
 	client := &http.Client{
 		Transport:     &http.Transport{DialContext: func(ctx context.Context, n, _ string) (net.Conn, error) { return d.DialContext(ctx, n, node) }},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -208,6 +232,9 @@ func forged(t *testing.T, node, method, path, identity string) (int, string) {
 		t.Fatal(err)
 	}
 	req.Header.Set(identityHeader, identity)
+	if f.auth != "" {
+		req.Header.Set("Authorization", f.auth)
+	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -39,7 +39,8 @@ const identityHeader = "X-Forwarded-User"
 const allowedGroup = "sandgate-users"
 
 // ssoPlatform is the SSO variant on loopback: the provider stand-in,
-// oauth2-proxy (the only trusted peer of the node proxies), the auth API
+// oauth2-proxy (the node proxies' trusted proxy, which proves the
+// identities it asserts with its basic auth password), the auth API
 // and one node proxy per simulated node, each a real process.
 type ssoPlatform struct {
 	sim       *simtest.Env
@@ -195,11 +196,17 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenFile, hopKeyFile := filepath.Join(dir, "token"), filepath.Join(dir, "hop.key")
+	tokenFile, hopKeyFile, proofFile := filepath.Join(dir, "token"), filepath.Join(dir, "hop.key"), filepath.Join(dir, "sso-proxy-proof")
 	if err := os.WriteFile(tokenFile, []byte(saToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(hopKeyFile, []byte(randomHex(t, 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The sso-proxy-proof Secret: oauth2-proxy's basic auth password and
+	// the node proxies' AUTH_PROXY_SECRET_FILE.
+	proof := randomHex(t, 32)
+	if err := os.WriteFile(proofFile, []byte(proof), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port := nodePort(t)
@@ -212,10 +219,12 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 			"LISTEN_ADDR=" + addr, "OPS_ADDR=" + ops, "AUTHAPI_URL=http://" + authAddr,
 			"SA_TOKEN_FILE=" + tokenFile, "HOP_KEY_FILE=" + hopKeyFile, "LOG_ROOT=" + p.sim.Cluster.Kubelet.LogRoot(node),
 			"COOKIE_SECURE=false", "ALLOW_INSECURE_COOKIES=1",
-			// As the SSO variant: only oauth2-proxy (and the other node
-			// proxies, whose hops also come from 127.0.0.1 here) may
-			// send the identity header.
+			// As the SSO variant: oauth2-proxy's forwarded headers count
+			// (and the other node proxies', whose hops also come from
+			// 127.0.0.1 here, by their proof), and the identity header
+			// only with oauth2-proxy's proof, from any address.
 			"TRUSTED_PROXIES=127.0.0.1/32", "AUTH_PROXY_HEADER=" + identityHeader,
+			"AUTH_PROXY_SECRET_FILE=" + proofFile,
 		}, answers("http://"+ops+"/readyz"))
 		p.nodeAddrs = append(p.nodeAddrs, addr)
 	}
@@ -229,7 +238,7 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 	p.proxyAddr = freePort(t, "127.0.0.1")
 	start(t, dir, "oauth2-proxy", oauth2Proxy, []string{
 		"OAUTH2_PROXY_CLIENT_ID=sandgate", "OAUTH2_PROXY_CLIENT_SECRET=" + clientSecret,
-		"OAUTH2_PROXY_COOKIE_SECRET=" + randomHex(t, 16),
+		"OAUTH2_PROXY_COOKIE_SECRET=" + randomHex(t, 16), "OAUTH2_PROXY_BASIC_AUTH_PASSWORD=" + proof,
 	}, answers("http://"+p.proxyAddr+"/ping"), append(oauth2ProxyArgs(t, p.variant),
 		"--oidc-issuer-url=http://"+providerAddr+"/oidc",
 		"--allowed-group="+allowedGroup,
