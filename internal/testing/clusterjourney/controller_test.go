@@ -166,7 +166,7 @@ func (j *journey) controllerDown(running, suspended account, text map[string]str
 	go func() { wg.Wait(); close(heldDone) }()
 
 	erin := j.browserSignup(1, "erin")
-	j.t.Logf("during the outage: erin's browser signup got the token page (200) with the link to her agent")
+	j.t.Logf("during the outage: erin's browser signup got its 303 and the token view (200) with the link to her agent")
 
 	// A browser on the waking page reloads it every Retry-After seconds;
 	// so does this loop, while running's agent is used on every node.
@@ -258,18 +258,29 @@ func (j *journey) controllerDown(running, suspended account, text map[string]str
 }
 
 // browserSignup signs user up through node i's entry as the landing
-// page's form does, and returns the account with its session cookie.
+// page's form does, follows the 303 to the one-time token view as the
+// browser does, and returns the account with its session cookie.
 func (j *journey) browserSignup(i int, user string) account {
 	j.t.Helper()
 	resp, body := j.do(i, http.MethodPost, "/users", "user="+user, map[string]string{
 		"Content-Type": "application/x-www-form-urlencoded", "Accept": "text/html", "Origin": j.origin(i)})
-	j.expect(resp, body, http.StatusOK, user+"'s browser signup")
-	if !strings.Contains(body, `/u/`+user+`/`) {
-		j.t.Fatalf("%s's token page links no agent: %.400s", user, body)
-	}
+	j.expect(resp, body, http.StatusSeeOther, user+"'s browser signup")
 	a := account{user: user, cookie: sessionCookie(resp)}
 	if a.cookie == "" {
 		j.t.Fatalf("%s's browser signup set no Secure __Host- session cookie: %v", user, resp.Header.Values("Set-Cookie"))
+	}
+	view := resp.Header.Get("Location")
+	cookies := []string{a.cookie}
+	for _, c := range resp.Cookies() {
+		if c.Path != "" && c.Path != "/" && c.Value != "" {
+			cookies = append(cookies, c.Name+"="+c.Value)
+		}
+	}
+	resp, body = j.do(i, http.MethodGet, view, "", map[string]string{"Cookie": strings.Join(cookies, "; "), "Accept": "text/html",
+		"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"})
+	j.expect(resp, body, http.StatusOK, user+"'s token view "+view)
+	if !strings.Contains(body, `/u/`+user+`/`) {
+		j.t.Fatalf("%s's token page links no agent: %.400s", user, body)
 	}
 	return a
 }
