@@ -103,6 +103,14 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	if err != nil {
 		return nil, syntaxError(err)
 	}
+	if n, isNumber := tok.(json.Number); isNumber {
+		// A number no float64 holds reads differently, or not at all, at
+		// the provider: refuse it rather than guess.
+		if _, err := n.Float64(); err != nil {
+			return nil, badBody(fmt.Sprintf("number %.40s is out of range", n))
+		}
+		return n, nil
+	}
 	d, isDelim := tok.(json.Delim)
 	if !isDelim {
 		return tok, nil

@@ -86,6 +86,7 @@ var bodyTests = []struct {
 	{"trailing garbage", `{} x`, "", "trailing data"},
 	{"truncated", `{"a":[1,`, "", "ends early"},
 	{"syntax", `{"a":tru}`, "", "not JSON"},
+	{"number out of range", `{"max_tokens":1E700}`, "", "number 1E700 is out of range"},
 	{"invalid UTF-8", "{\"a\":\"\xc3\x28\"}", "", "UTF-8"},
 	{"too deep", `{"a":` + strings.Repeat("[", maxBodyDepth) + strings.Repeat("]", maxBodyDepth) + `}`, "", "nested deeper"},
 }
