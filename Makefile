@@ -44,6 +44,11 @@ KUBE_LDFLAGS := -s -w \
   -X k8s.io/client-go/pkg/version.gitMajor=1 \
   -X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR)
 
+# Every tools module builds static with -trimpath, the same flags for all:
+# with the dependency versions they share kept equal (tools/versions_test.go),
+# the build cache compiles client-go, grpc, otel and the rest once for all.
+TOOLS_BUILD  := CGO_ENABLED=0 $(GO) build -trimpath
+
 # Stamps named by the tools modules' go.sum contents, so a fresh clone (new
 # file times) reuses the cache and a version bump rebuilds.
 sumof         = $(shell cat $(1) | sha256sum | cut -c1-16)
@@ -65,7 +70,9 @@ build: ## build the sandgate binaries into bin/
 
 # Container images without Docker: static binaries, then one reproducible
 # docker-archive tarball per image for `ctr -n k8s.io images import`, tagged
-# sandgate.local/<name>:$(VERSION). CoreDNS joins when its binary is built.
+# sandgate.local/<name>:$(VERSION). CoreDNS and the NetworkPolicy enforcers
+# join when their binaries are built (checked when the recipe runs, so a
+# make that builds them first includes them).
 STATIC_CMDS := authapi nodeproxy agent-standin pause sandbox-controller-standin
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 VERSION_LDFLAGS := -X github.com/sandgate/sandgate/internal/buildinfo.version=$(VERSION)
@@ -76,7 +83,7 @@ KUBEROUTER_BIN ?= $(BIN_DIR)/kube-router
 .PHONY: static
 static: ## static CGO_ENABLED=0 binaries for the images into bin/static
 	@mkdir -p bin/static
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
+	$(TOOLS_BUILD) -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
 
 .PHONY: busybox-static
 busybox-static: ## install Debian's busybox-static for the busybox image when it is missing (needs root)
@@ -92,9 +99,8 @@ images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
 	$(GO) build -o bin/ ./cmd/sandgate-images
 	./bin/sandgate-images --bin-dir bin/static --out-dir bin/images --version $(VERSION) \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
-	  $(if $(wildcard $(COREDNS_BIN)),--bin coredns=$(COREDNS_BIN)) \
-	  $(if $(wildcard $(NETPOL_BIN)),--bin kube-network-policies=$(NETPOL_BIN)) \
-	  $(if $(wildcard $(KUBEROUTER_BIN)),--bin kube-router=$(KUBEROUTER_BIN))
+	  $$(for b in coredns=$(COREDNS_BIN) kube-network-policies=$(NETPOL_BIN) kube-router=$(KUBEROUTER_BIN); do \
+	    test ! -x "$${b#*=}" || echo "--bin $$b"; done)
 
 .PHONY: demo
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
@@ -110,14 +116,14 @@ $(KUBE_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-apiserver and kubectl $(KUBE_VERSION) from the Go module proxy into $(BIN_DIR)"
 	@echo ">> a cold build takes about 7 minutes on 2 cores; later runs reuse the binaries"
-	@start=$$(date +%s); cd tools/kube && $(GO) build -v -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	@start=$$(date +%s); cd tools/kube && $(TOOLS_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
 	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl 2>&1 | \
 	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
 	@touch $@
 
 $(NODES_STAMP): $(KUBE_STAMP)
 	@echo ">> building kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBE_VERSION) into $(BIN_DIR)"
-	@start=$$(date +%s); cd tools/kube && $(GO) build -v -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	@start=$$(date +%s); cd tools/kube && $(TOOLS_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
 	  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
 	  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler 2>&1 | \
 	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube nodes: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
@@ -126,7 +132,7 @@ $(NODES_STAMP): $(KUBE_STAMP)
 $(ETCD_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building etcd from the Go module proxy into $(BIN_DIR)"
-	cd tools/etcd && $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/etcd .
+	cd tools/etcd && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/etcd .
 	@touch $@
 
 # Node and cluster add-on binaries for the real two-node cluster, each from its
@@ -151,29 +157,38 @@ CONTAINERD_TAGS    := no_btrfs no_devmapper no_zfs
 CONTAINERD_LDFLAGS := -s -w -X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION)
 
 .PHONY: cluster-tools
-cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) $(NETPOL_STAMP) $(KUBEROUTER_STAMP) ## build containerd, CoreDNS, local-path-provisioner and the NetworkPolicy enforcers into the cache
+cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) policy-enforcer ## build containerd, CoreDNS, local-path-provisioner and this kernel's NetworkPolicy enforcer into the cache
 	@echo ">> cluster tools: $(BIN_DIR)"
+
+# The cluster runs kube-network-policies where nftables can queue packets to
+# userspace, else kube-router; sandgate-cluster probes the kernel as it will
+# when the nodes come up, and only that enforcer is built.
+.PHONY: policy-enforcer
+policy-enforcer: ## build the NetworkPolicy enforcer this kernel runs (sandgate-cluster enforcer; root)
+	@$(GO) build -o bin/ ./cmd/sandgate-cluster
+	@e=$$(./bin/sandgate-cluster enforcer); echo ">> NetworkPolicy enforcer for this kernel: $$e (the other is not built)"; \
+	  case $$e in kube-router) $(MAKE) --no-print-directory $(KUBEROUTER_STAMP);; *) $(MAKE) --no-print-directory $(NETPOL_STAMP);; esac
 
 $(CONTAINERD_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building containerd, ctr and containerd-shim-runc-v2 $(CONTAINERD_VERSION) into $(BIN_DIR)"
-	cd tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	cd tools/containerd && $(TOOLS_BUILD) -tags "$(CONTAINERD_TAGS)" -ldflags "$(CONTAINERD_LDFLAGS)" \
 	  -o $(BIN_DIR)/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr
-	cd tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS) no_grpc" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	cd tools/containerd && $(TOOLS_BUILD) -tags "$(CONTAINERD_TAGS) no_grpc" -ldflags "$(CONTAINERD_LDFLAGS)" \
 	  -o $(BIN_DIR)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 	@touch $@
 
 $(COREDNS_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building CoreDNS $(COREDNS_VERSION) (cluster DNS plugins only, no forward) into $(BIN_DIR)"
-	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath \
+	cd tools/coredns && $(TOOLS_BUILD) \
 	  -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)" -o $(BIN_DIR)/coredns .
 	@touch $@
 
 $(NETPOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-network-policies $(NETPOL_VERSION) (the NetworkPolicy enforcer) into $(BIN_DIR)"
-	cd tools/netpol && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
+	cd tools/netpol && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
 	@touch $@
 
 .PHONY: promtool
@@ -182,7 +197,7 @@ promtool: $(PROMTOOL_STAMP) ## build Prometheus' promtool (checks and unit-tests
 $(PROMTOOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building promtool (Prometheus $(PROMTOOL_VERSION)) into $(BIN_DIR)"
-	cd tools/promtool && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
+	cd tools/promtool && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
 	@touch $@
 
 # Helm v4 for the chart tests (charts/sandgate: helm lint, helm template
@@ -197,7 +212,7 @@ helm: $(HELM_STAMP) ## build Helm (lints and renders charts/sandgate) into the c
 $(HELM_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building helm $(HELM_VERSION) into $(BIN_DIR)"
-	cd tools/helm && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
+	cd tools/helm && $(TOOLS_BUILD) -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
 	  -o $(BIN_DIR)/helm helm.sh/helm/v4/cmd/helm
 	@touch $@
 
@@ -216,7 +231,7 @@ oauth2-proxy: $(OAUTH2PROXY_STAMP) ## build oauth2-proxy and the OIDC provider s
 $(OAUTH2PROXY_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building oauth2-proxy $(OAUTH2PROXY_VERSION) and mockoidc-standin into $(BIN_DIR)"
-	cd tools/oauth2proxy && CGO_ENABLED=0 $(GO) build -trimpath \
+	cd tools/oauth2proxy && $(TOOLS_BUILD) \
 	  -ldflags "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$(OAUTH2PROXY_VERSION)" \
 	  -o $(BIN_DIR)/ github.com/oauth2-proxy/oauth2-proxy/v7 ./mockoidc-standin
 	@touch $@
@@ -224,7 +239,7 @@ $(OAUTH2PROXY_STAMP):
 $(KUBEROUTER_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-router $(KUBEROUTER_VERSION) (the NetworkPolicy enforcer where nftables cannot queue) into $(BIN_DIR)"
-	cd tools/kuberouter && CGO_ENABLED=0 $(GO) build -trimpath \
+	cd tools/kuberouter && $(TOOLS_BUILD) \
 	  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBEROUTER_VERSION)" \
 	  -o $(BIN_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	@touch $@
@@ -232,7 +247,7 @@ $(KUBEROUTER_STAMP):
 $(LOCALPATH_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building local-path-provisioner $(LOCALPATH_VERSION) into $(BIN_DIR)"
-	cd tools/localpath && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.VERSION=$(LOCALPATH_VERSION)" \
+	cd tools/localpath && $(TOOLS_BUILD) -ldflags "-s -w -X main.VERSION=$(LOCALPATH_VERSION)" \
 	  -o $(BIN_DIR)/local-path-provisioner github.com/rancher/local-path-provisioner
 	@touch $@
 
@@ -240,7 +255,7 @@ CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(call sumof,tools/codegen/go.sum)
 $(CONTROLLER_GEN):
 	@mkdir -p $(dir $@)
 	@echo ">> building controller-gen"
-	cd tools/codegen && $(GO) build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd tools/codegen && $(TOOLS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## regenerate deepcopy functions and CRDs from internal/sandboxapi
@@ -256,7 +271,7 @@ check-generated: generate ## fail when generated files differ from the checked-i
 .PHONY: lint
 lint: ## gofmt and go vet
 	@echo ">> gofmt"; out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt needed: $$out"; exit 1; }
-	@echo ">> go vet"; $(GO) vet ./...
+	@echo ">> go vet (with the tests' build flags, so the unit tests reuse what it compiles)"; $(GO) vet $(GOFLAGS_TEST) ./...
 
 .PHONY: chromium
 chromium: ## install Debian's chromium for the browser tests when it is missing (needs root)
@@ -288,16 +303,25 @@ upstream-crds:
 
 # Each step of make test prints its wall and CPU time when it ends, and the
 # run ends with a table of them (.ci/step), so the next person sees where a
-# cold hour goes. The fast checks come first.
+# cold hour goes. The order gives a first result within minutes: lint, then
+# the unit tests (the packages whose tests need nothing built, .ci/packages),
+# before any long build. The tools the integration tests need are built next;
+# what only the real cluster needs (node binaries, containerd, add-ons,
+# images) builds in the background at low priority while the integration
+# tests, the fuzz smoke and the bench smoke run.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
+# a step that fails after the background build started stops it too
+OR_STOP = || { rc=$$?; .ci/background stop; exit $$rc; }
 
 .PHONY: test
 test: ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster), then the table of each step's time
 	@rm -f $(STEP_TIMES)
 	@$(STEP) lint $(MAKE) --no-print-directory lint
 	@$(STEP) upstream-crds $(MAKE) --no-print-directory upstream-crds
+	@echo ">> unit tests: the packages whose tests need nothing built (.ci/packages unit)"
+	@$(STEP) "unit tests" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m $$(.ci/packages unit)
 	@$(STEP) check-generated $(MAKE) --no-print-directory check-generated
 	@$(STEP) "build control plane" $(MAKE) --no-print-directory controlplane
 	@$(STEP) "build promtool" $(MAKE) --no-print-directory promtool
@@ -306,13 +330,12 @@ test: ## run every test (unit, integration on a real API server, browser, fuzz s
 	@$(STEP) "apt chromium" $(MAKE) --no-print-directory chromium
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
-	@echo ">> go test (integration tests start real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS))"
-	@$(STEP) "go test" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m ./...
-	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
-	@$(STEP) bench-smoke $(MAKE) --no-print-directory bench-smoke
-	@$(STEP) "build node binaries" $(MAKE) --no-print-directory $(NODES_STAMP)
-	@$(STEP) "build cluster tools" $(MAKE) --no-print-directory cluster-tools
-	@$(STEP) "build images" $(MAKE) --no-print-directory images
+	@.ci/background start cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images
+	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
+	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
+	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) $(OR_STOP)
+	@$(STEP) bench-smoke $(MAKE) --no-print-directory bench-smoke $(OR_STOP)
+	@.ci/background wait cluster-build
 	@echo ">> the journey on a real two-node cluster deployed from manifests/"
 	@$(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster
 	@$(STEP) --table

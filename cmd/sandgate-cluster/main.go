@@ -7,6 +7,7 @@
 //	sandgate-cluster up     bring up, install, serve until SIGINT/SIGTERM
 //	sandgate-cluster down   remove what a killed run left
 //	sandgate-cluster node   run one node (started by up inside the node's namespaces)
+//	sandgate-cluster enforcer  name the NetworkPolicy enforcer this kernel runs
 package main
 
 import (
@@ -26,7 +27,7 @@ func main() {
 	settings.Exit(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
-const usage = `usage: sandgate-cluster up|down|node [flags]
+const usage = `usage: sandgate-cluster up|down|node|enforcer [flags]
 
   up    bring up a real two-node cluster (kubelet, containerd, runc, CNI,
         kube-proxy, CoreDNS), install sandgate from manifests/ and serve
@@ -35,6 +36,10 @@ const usage = `usage: sandgate-cluster up|down|node [flags]
         controller stand-in on request (a controller outage or upgrade)
   down  remove what a killed run left, and check for leftovers
   node  run one node; up starts it inside the node's namespaces
+  enforcer
+        print the NetworkPolicy enforcer up will run on this kernel:
+        kube-network-policies where nftables can queue packets to
+        userspace, else kube-router (make builds only that one)
 
 Run '<command> --help' for the flags of each. Needs root.
 `
@@ -74,6 +79,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return usageCode(err, stderr)
 		}
 		err = localcluster.RunNode(ctx, *dir, log)
+	case "enforcer":
+		fs := flag.NewFlagSet("enforcer", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		if err := fs.Parse(args[1:]); err != nil {
+			return usageCode(err, stderr)
+		}
+		var name string
+		if name, err = localcluster.PolicyEnforcerForKernel(ctx); err == nil {
+			fmt.Fprintln(stdout, name)
+		}
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n%s", args[0], usage)
 		return 2

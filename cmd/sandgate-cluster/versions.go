@@ -43,6 +43,7 @@ func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
 		fmt.Fprintf(w, "component %-32s %s\n", c.name, first)
 	}
 	fmt.Fprintf(w, "component %-32s %s\n", "kube-network-policies", moduleVersion(bin("kube-network-policies"), "sigs.k8s.io/kube-network-policies"))
+	fmt.Fprintf(w, "component %-32s %s\n", "kube-router", moduleVersion(bin("kube-router"), "github.com/cloudnativelabs/kube-router/v2"))
 }
 
 // moduleVersion is the version of module mod that the Go binary at path

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"text/template"
@@ -111,11 +113,28 @@ const queueProbe = `table inet sandgate_queue_probe {
 }
 `
 
+// queueProbeScript loads queueProbe and removes it again: it fails where
+// nftables cannot queue.
+var queueProbeScript = fmt.Sprintf("nft -f - <<'EOF'\n%sEOF\nnft delete table inet sandgate_queue_probe", queueProbe)
+
 // Enforcer names.
 const (
 	enforcerNetworkPolicies = "kube-network-policies"
 	enforcerKubeRouter      = "kube-router"
 )
+
+// PolicyEnforcerForKernel names the NetworkPolicy enforcer a cluster on
+// this machine will run, probed as choosePolicyEnforcer probes a node but in
+// a throwaway network namespace, so make builds only that one. Needs root.
+func PolicyEnforcerForKernel(ctx context.Context) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", errors.New("probing nftables in a network namespace needs root")
+	}
+	if _, err := run(ctx, "unshare", "--net", "bash", "-c", queueProbeScript); err != nil {
+		return enforcerKubeRouter, nil
+	}
+	return enforcerNetworkPolicies, nil
+}
 
 // choosePolicyEnforcer picks the NetworkPolicy enforcer: SIG Network's
 // kube-network-policies where nftables can queue packets to userspace,
@@ -126,8 +145,7 @@ func (c *Cluster) choosePolicyEnforcer(ctx context.Context, n node) {
 	if c.opts.Images.NetworkPolicies == "" {
 		notes = append(notes, "no kube-network-policies image")
 	} else {
-		script := fmt.Sprintf("nft -f - <<'EOF'\n%sEOF\nnft delete table inet sandgate_queue_probe", queueProbe)
-		if _, err := runIn(ctx, n, "bash", "-c", script); err == nil {
+		if _, err := runIn(ctx, n, "bash", "-c", queueProbeScript); err == nil {
 			c.PolicyEnforcer = enforcerNetworkPolicies
 			return
 		}
