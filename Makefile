@@ -27,12 +27,20 @@ export AGENT_SANDBOX_CRDS
 GO           ?= go
 # -race on every package: they all run goroutines (servers, informers,
 # watchers), and it costs the browser tests, the longest, nothing
-# measurable (they wait on Chromium and the API server).
-GOFLAGS_TEST ?= -race
+# measurable (they wait on Chromium and the API server). -trimpath keys the
+# compiled packages by module path, not by where the checkout is, so a
+# fresh clone (as CI makes) reuses what an earlier one compiled.
+GOFLAGS_TEST ?= -race -trimpath
+# Test binaries at once for the integration tests, which mostly wait on the
+# API server, Chromium and their own timers: 3 on 2 cores keeps both busy.
+INTEGRATION_P ?= 3
 # An iteration budget, not a duration: Go 1.26's fuzz coordinator can fail a
 # target with a bare "context deadline exceeded" at the end of a -fuzztime
 # duration on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME     ?= 10000x
+# More go test flags for each fuzz target: make test passes -parallel=1, one
+# worker, as the fuzz smoke runs beside the cluster journey.
+FUZZFLAGS    ?=
 # How many make test runs in a row test-under-load wants.
 RUNS         ?= 5
 KUBE_LDFLAGS := -s -w \
@@ -308,7 +316,8 @@ upstream-crds:
 # before any long build. The tools the integration tests need are built next;
 # what only the real cluster needs (node binaries, containerd, add-ons,
 # images) builds in the background at low priority while the integration
-# tests, the fuzz smoke and the bench smoke run.
+# tests run, and the fuzz and bench smoke run in the background, the fuzz
+# on one worker, beside the cluster journey, which mostly waits on the nodes.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
@@ -332,12 +341,12 @@ test: ## run every test (unit, integration on a real API server, browser, fuzz s
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
 	@.ci/background start cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images
 	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
-	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
-	@$(STEP) fuzz $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) $(OR_STOP)
-	@$(STEP) bench-smoke $(MAKE) --no-print-directory bench-smoke $(OR_STOP)
+	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
 	@.ci/background wait cluster-build
-	@echo ">> the journey on a real two-node cluster deployed from manifests/"
-	@$(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster
+	@.ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-parallel=1 && $(MAKE) --no-print-directory bench-smoke'
+	@echo ">> the journey on a real two-node cluster deployed from manifests/ (the fuzz and bench smoke run beside it)"
+	@$(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster $(OR_STOP)
+	@.ci/background wait fuzz-and-bench-smoke
 	@$(STEP) --table
 
 .PHONY: test-under-load
@@ -353,7 +362,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	while read -r pkg dir files; do \
 	  for f in $$(cd "$$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$files); do \
 	    echo ">> fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg > /tmp/sandgate-fuzz.log 2>&1 || { cat /tmp/sandgate-fuzz.log; exit 1; }; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg > /tmp/sandgate-fuzz.log 2>&1 || { cat /tmp/sandgate-fuzz.log; exit 1; }; \
 	  done; \
 	done
 
