@@ -7,7 +7,10 @@
 //
 // What counts as traffic: the start and end of an HTTP request, request and
 // response body bytes, WebSocket data frames in either direction, and the
-// upgrade and close of a WebSocket. Pings and pongs do not count.
+// upgrade and close of a WebSocket. Pings and pongs do not count. The
+// egress listener adds the agent's own work: each model call it admits is
+// a request in flight on the calling sandbox until its last byte, so an
+// agent at work with no browser attached is not idle.
 //
 // Open work is reported in two separate numbers so the leader can apply
 // IDLE_COUNTS_OPEN_CONNECTIONS without the nodes knowing it:

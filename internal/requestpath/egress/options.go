@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/defaults"
 	"github.com/sandgate/sandgate/internal/informer"
 )
@@ -35,6 +36,14 @@ const (
 // is the production one.
 type Callers interface {
 	ByIP(ip string) (informer.Caller, error)
+}
+
+// Activity is where admitted calls count as their sandbox's activity, as
+// the node proxy counts the requests it proxies; *activity.Tracker is the
+// production one.
+type Activity interface {
+	Begin(activity.Key)
+	End(activity.Key)
 }
 
 // Options configures a Proxy; main fills it from the settings.
@@ -70,6 +79,13 @@ type Options struct {
 	DrainTimeout time.Duration
 	// Callers identifies the caller by source address. Required.
 	Callers Callers
+	// Activity, when set, records each admitted call as in flight on the
+	// caller's sandbox from admission to its last byte (a stream
+	// included), so the leader does not suspend an agent at work with no
+	// browser attached. Namespace is the sandboxes' namespace, required
+	// with it.
+	Activity  Activity
+	Namespace string
 	// Dial, when set, replaces the TCP dial to providers (tests).
 	Dial func(addr string) (net.Conn, error)
 	// Now is the clock for budgets; nil is time.Now.
@@ -97,6 +113,9 @@ func (o Options) Validate() error {
 	}
 	if o.Callers == nil {
 		errs = append(errs, errors.New("callers are required"))
+	}
+	if o.Activity != nil && o.Namespace == "" {
+		errs = append(errs, errors.New("activity needs the sandboxes' namespace"))
 	}
 	if o.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/connlimit"
 	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/informer"
@@ -327,7 +328,15 @@ func (p *Proxy) admit(c *call) error {
 		return fmt.Errorf("%w: %s", errOverBudget, why)
 	}
 	c.grant, c.admitted = g, true
+	if p.opts.Activity != nil {
+		p.opts.Activity.Begin(p.activityKey(c))
+	}
 	return nil
+}
+
+// activityKey names the caller's sandbox for the activity table.
+func (p *Proxy) activityKey(c *call) activity.Key {
+	return activity.Key{Namespace: p.opts.Namespace, Name: c.caller.Sandbox}
 }
 
 // forward sends the call on with only the allowed headers and the real key.
@@ -428,6 +437,9 @@ func (p *Proxy) finish(c *call) {
 	if c.admitted {
 		charged = c.charge()
 		p.budgets.settle(c.caller.User, c.grant, charged, c.limits)
+		if p.opts.Activity != nil {
+			p.opts.Activity.End(p.activityKey(c))
+		}
 	}
 	name := c.provider
 	if name == "" || c.outcome == outcomeUnknownCaller {

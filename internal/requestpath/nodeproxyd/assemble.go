@@ -181,7 +181,7 @@ func (d *Daemon) assemble(deps Deps) error {
 	}); err != nil {
 		return err
 	}
-	if d.egress, err = newEgress(c.Egress, clientTimeouts{header: c.HeaderTimeout, keepAlive: c.IdleTimeout, write: c.WriteTimeout}, d.idx, log, d.reg); err != nil {
+	if d.egress, err = newEgress(c.Egress, clientTimeouts{header: c.HeaderTimeout, keepAlive: c.IdleTimeout, write: c.WriteTimeout}, d.idx, d.tracker, c.Namespace, log, d.reg); err != nil {
 		return err
 	}
 	if d.egress != nil {

@@ -25,8 +25,9 @@ type egressRunner struct {
 type clientTimeouts struct{ header, keepAlive, write time.Duration }
 
 // newEgress builds the egress proxy on idx's caches and binds its
-// listener; it returns nil when no provider is configured.
-func newEgress(e EgressConfig, t clientTimeouts, idx *informer.Index, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
+// listener; it returns nil when no provider is configured. Admitted calls
+// count on act as their sandbox's activity.
+func newEgress(e EgressConfig, t clientTimeouts, idx *informer.Index, act egress.Activity, namespace string, log *slog.Logger, reg prometheus.Registerer) (*egressRunner, error) {
 	if !e.enabled() {
 		return nil, nil
 	}
@@ -40,8 +41,8 @@ func newEgress(e EgressConfig, t clientTimeouts, idx *informer.Index, log *slog.
 		Default:      egress.Limits{RequestsPerMinute: e.RequestsPerMinute, TokensPerDay: int64(e.TokensPerDay)},
 		MaxBodyBytes: e.MaxBodyKB << 10, MaxConnsPerClient: e.MaxConnsPerClient,
 		HeaderTimeout: t.header, IdleTimeout: t.keepAlive, WriteTimeout: t.write,
-		Callers: callers,
-		Logger:  log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
+		Callers: callers, Activity: act, Namespace: namespace,
+		Logger: log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
 	})
 	if err != nil {
 		return nil, err
