@@ -42,8 +42,12 @@ func printVersions(ctx context.Context, w io.Writer, b localcluster.Binaries) {
 		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 		fmt.Fprintf(w, "component %-32s %s\n", c.name, first)
 	}
-	fmt.Fprintf(w, "component %-32s %s\n", "kube-network-policies", moduleVersion(bin("kube-network-policies"), "sigs.k8s.io/kube-network-policies"))
-	fmt.Fprintf(w, "component %-32s %s\n", "kube-router", moduleVersion(bin("kube-router"), "github.com/cloudnativelabs/kube-router/v2"))
+	for _, e := range [][2]string{
+		{"kube-network-policies", "sigs.k8s.io/kube-network-policies"},
+		{"kube-router", "github.com/cloudnativelabs/kube-router/v2"},
+	} {
+		fmt.Fprintf(w, "component %-32s %s\n", e[0], moduleVersion(bin(e[0]), e[1]))
+	}
 }
 
 // moduleVersion is the version of module mod that the Go binary at path
