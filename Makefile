@@ -38,8 +38,8 @@ INTEGRATION_P ?= 3
 # target with a bare "context deadline exceeded" at the end of a -fuzztime
 # duration on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME     ?= 10000x
-# More go test flags for each fuzz target: make test passes -parallel=1, one
-# worker, as the fuzz smoke runs beside the cluster journey.
+# More test binary flags for each fuzz target: make test passes
+# -test.parallel=1, one worker, as the fuzz smoke runs beside the journey.
 FUZZFLAGS    ?=
 # How many make test runs in a row test-under-load wants.
 RUNS         ?= 5
@@ -156,7 +156,10 @@ LOCALPATH_STAMP    := $(BIN_DIR)/.localpath-$(call sumof,tools/localpath/go.sum)
 NETPOL_VERSION     := $(call modver,tools/netpol/go.mod,sigs.k8s.io/kube-network-policies)
 NETPOL_STAMP       := $(BIN_DIR)/.netpol-$(call sumof,tools/netpol/go.sum)
 PROMTOOL_VERSION   := $(call modver,tools/promtool/go.mod,github.com/prometheus/prometheus)
-PROMTOOL_STAMP     := $(BIN_DIR)/.promtool-$(call sumof,tools/promtool/go.sum)
+# Without the service discovery plugins (AWS, Azure, GCE and the rest: the
+# tests only check and unit-test rules), upstream's own build tag.
+PROMTOOL_TAGS      := remove_all_sd
+PROMTOOL_STAMP     := $(BIN_DIR)/.promtool-$(call sumof,tools/promtool/go.sum)-$(PROMTOOL_TAGS)
 KUBEROUTER_VERSION := $(call modver,tools/kuberouter/go.mod,github.com/cloudnativelabs/kube-router/v2)
 KUBEROUTER_STAMP   := $(BIN_DIR)/.kuberouter-$(call sumof,tools/kuberouter/go.sum)
 # btrfs, devmapper and zfs snapshotters need cgo or host tools; overlayfs and
@@ -204,8 +207,8 @@ promtool: $(PROMTOOL_STAMP) ## build Prometheus' promtool (checks and unit-tests
 
 $(PROMTOOL_STAMP):
 	@mkdir -p $(BIN_DIR)
-	@echo ">> building promtool (Prometheus $(PROMTOOL_VERSION)) into $(BIN_DIR)"
-	cd tools/promtool && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
+	@echo ">> building promtool (Prometheus $(PROMTOOL_VERSION), tags $(PROMTOOL_TAGS)) into $(BIN_DIR)"
+	cd tools/promtool && $(TOOLS_BUILD) -tags "$(PROMTOOL_TAGS)" -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
 	@touch $@
 
 # Helm v4 for the chart tests (charts/sandgate: helm lint, helm template
@@ -313,11 +316,12 @@ upstream-crds:
 # run ends with a table of them (.ci/step), so the next person sees where a
 # cold hour goes. The order gives a first result within minutes: lint, then
 # the unit tests (the packages whose tests need nothing built, .ci/packages),
-# before any long build. The tools the integration tests need are built next;
-# what only the real cluster needs (node binaries, containerd, add-ons,
-# images) builds in the background at low priority while the integration
-# tests run, and the fuzz and bench smoke run in the background, the fuzz
-# on one worker, beside the cluster journey, which mostly waits on the nodes.
+# before any long build. The tools the integration tests need are built next.
+# Then the real cluster's part runs in the background at low priority beside
+# the integration tests (both mostly wait: on API servers, browsers, nodes):
+# what only it needs (node binaries, containerd, add-ons, images) is built,
+# then the journey runs. The fuzz and bench smoke follow the integration
+# tests, in the background too, the fuzz on one worker.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
@@ -339,13 +343,12 @@ test: ## run every test (unit, integration on a real API server, browser, fuzz s
 	@$(STEP) "apt chromium" $(MAKE) --no-print-directory chromium
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
-	@.ci/background start cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images
+	@.ci/background start cluster bash -c '$(STEP) cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images && $(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster'
 	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
 	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
-	@.ci/background wait cluster-build
-	@.ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-parallel=1 && $(MAKE) --no-print-directory bench-smoke'
-	@echo ">> the journey on a real two-node cluster deployed from manifests/ (the fuzz and bench smoke run beside it)"
-	@$(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster $(OR_STOP)
+	@.ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-test.parallel=1 && $(MAKE) --no-print-directory bench-smoke'
+	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/ and the fuzz and bench smoke"
+	@.ci/background wait cluster $(OR_STOP)
 	@.ci/background wait fuzz-and-bench-smoke
 	@$(STEP) --table
 
@@ -356,13 +359,22 @@ test-under-load: ## make test RUNS times in a row (default 5) with a busy loop o
 .PHONY: fuzz
 # The targets are read from the test files go list names (the ones this
 # build compiles), not with go test -list, which would link a test binary
-# for every package just to list them.
+# for every package just to list them. Each package's instrumented test
+# binary is linked once and runs each of its targets in the package's
+# folder (where testdata/fuzz is), with the corpus go test would use.
 fuzz: ## run every fuzz target for FUZZTIME each
-	@$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}{{end}}' ./... | \
+	@mkdir -p bin/fuzz
+	@cache=$$($(GO) env GOCACHE)/fuzz; \
+	$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}{{end}}' ./... | \
 	while read -r pkg dir files; do \
-	  for f in $$(cd "$$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$files); do \
+	  targets=$$(cd "$$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$files); \
+	  [ -n "$$targets" ] || continue; \
+	  bin=$(CURDIR)/bin/fuzz/$$(echo "$$pkg" | tr / _).test; \
+	  $(GO) test -c -fuzz . -o "$$bin" "$$pkg" || exit 1; \
+	  for f in $$targets; do \
 	    echo ">> fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg > /tmp/sandgate-fuzz.log 2>&1 || { cat /tmp/sandgate-fuzz.log; exit 1; }; \
+	    (cd "$$dir" && "$$bin" -test.run '^$$' -test.fuzz "^$$f$$" -test.fuzztime $(FUZZTIME) \
+	      -test.fuzzcachedir "$$cache/$$pkg" $(FUZZFLAGS)) > /tmp/sandgate-fuzz.log 2>&1 || { cat /tmp/sandgate-fuzz.log; exit 1; }; \
 	  done; \
 	done
 

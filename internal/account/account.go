@@ -33,6 +33,10 @@ const (
 	// subdomain routing ("<jti>:<unix exp>,..."), so each is used once
 	// whichever auth API replica redeems it.
 	AnnotationUsedEntryCodes = "sandgate.io/used-entry-codes"
+	// AnnotationKeepAwakeUntil is when the owner's "keep awake" from the
+	// account page ends (RFC 3339, UTC); the idle rule does not suspend
+	// the agent before it.
+	AnnotationKeepAwakeUntil = "sandgate.io/keep-awake-until"
 )
 
 // MaxRevoked bounds the revoked-session list; past it the auth API raises

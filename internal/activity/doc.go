@@ -9,8 +9,11 @@
 // response body bytes, WebSocket data frames in either direction, and the
 // upgrade and close of a WebSocket. Pings and pongs do not count. The
 // egress listener adds the agent's own work: each model call it admits is
-// a request in flight on the calling sandbox until its last byte, so an
-// agent at work with no browser attached is not idle.
+// a request in flight on the calling sandbox until its last byte (counted
+// apart as model_calls too, with last_model_call), so an agent at work with
+// no browser attached is not idle. An agent's busy declaration (busy_until)
+// is reported as it stands but is not traffic: the leader decides how long
+// it may keep a sandbox awake (docs/idle.md).
 //
 // Open work is reported in two separate numbers so the leader can apply
 // IDLE_COUNTS_OPEN_CONNECTIONS without the nodes knowing it:

@@ -49,6 +49,16 @@ type Entry struct {
 	InFlight int64 `json:"in_flight"`
 	// OpenWebSockets counts WebSockets open, silent or not.
 	OpenWebSockets int64 `json:"open_websockets"`
+	// ModelCalls counts the model calls in flight through the egress
+	// listener; they are counted in InFlight too, so a leader that does
+	// not know this field still keeps the sandbox awake.
+	ModelCalls int64 `json:"model_calls,omitempty"`
+	// LastModelCall is the time a model call last started or ended, unix
+	// milliseconds; 0: none.
+	LastModelCall int64 `json:"last_model_call,omitempty"`
+	// BusyUntil is the time the agent said it is busy until, unix
+	// milliseconds; 0: it has not, or said it is done.
+	BusyUntil int64 `json:"busy_until,omitempty"`
 }
 
 // Key returns the entry's sandbox key.
@@ -91,8 +101,10 @@ func (r Report) Validate() error {
 			return fmt.Errorf("%w: entry %d: namespace", ErrInvalidReport, i)
 		case len(validation.IsDNS1123Subdomain(e.Sandbox)) > 0:
 			return fmt.Errorf("%w: entry %d: sandbox name", ErrInvalidReport, i)
-		case e.LastActivity < 0 || e.InFlight < 0 || e.OpenWebSockets < 0:
+		case e.LastActivity < 0 || e.InFlight < 0 || e.OpenWebSockets < 0 || e.ModelCalls < 0 || e.LastModelCall < 0 || e.BusyUntil < 0:
 			return fmt.Errorf("%w: entry %d: negative value", ErrInvalidReport, i)
+		case e.ModelCalls > e.InFlight:
+			return fmt.Errorf("%w: entry %d: more model calls than requests in flight", ErrInvalidReport, i)
 		}
 	}
 	return nil

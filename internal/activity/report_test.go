@@ -21,6 +21,11 @@ func TestDecodeReport(t *testing.T) {
 		{"bad sandbox", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"../x"}]}`, false},
 		{"negative in flight", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","in_flight":-1}]}`, false},
 		{"negative websockets", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","open_websockets":-1}]}`, false},
+		{"model call and busy", `{"node":"n","sent_at":1000,"entries":[{"namespace":"ns","sandbox":"x","last_activity":900,"in_flight":1,"model_calls":1,"last_model_call":900,"busy_until":5000}]}`, true},
+		{"more model calls than in flight", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","in_flight":1,"model_calls":2}]}`, false},
+		{"negative model calls", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","model_calls":-1}]}`, false},
+		{"negative busy", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","busy_until":-1}]}`, false},
+		{"negative last model call", `{"node":"n","sent_at":1,"entries":[{"namespace":"ns","sandbox":"x","last_model_call":-1}]}`, false},
 		{"not json", `node=n`, false},
 		{"wrong type", `{"node":"n","sent_at":"1"}`, false},
 		{"too large", `{"node":"n","sent_at":1,"entries":[` + strings.Repeat(" ", MaxReportBytes) + `]}`, false},
@@ -54,7 +59,8 @@ func FuzzDecodeReport(f *testing.F) {
 			t.Fatalf("accepted %+v", rep)
 		}
 		for _, e := range rep.Entries {
-			if e.Namespace == "" || e.Sandbox == "" || e.InFlight < 0 || e.OpenWebSockets < 0 || e.LastActivity < 0 {
+			if e.Namespace == "" || e.Sandbox == "" || e.InFlight < 0 || e.OpenWebSockets < 0 || e.LastActivity < 0 ||
+				e.ModelCalls < 0 || e.ModelCalls > e.InFlight || e.LastModelCall < 0 || e.BusyUntil < 0 {
 				t.Fatalf("accepted entry %+v", e)
 			}
 		}

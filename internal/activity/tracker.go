@@ -72,6 +72,15 @@ type entry struct {
 	last       atomic.Int64 // unix nanoseconds of the last traffic
 	inFlight   atomic.Int64
 	webSockets atomic.Int64
+	lastModel  atomic.Int64 // unix nanoseconds of the last model call's start or end
+	modelCalls atomic.Int64 // of inFlight, the model calls
+	busyUntil  atomic.Int64 // unix nanoseconds the agent said it is busy until; 0: not busy
+}
+
+// delta is one event's change to an entry.
+type delta struct {
+	req, ws, model int64
+	modelTouch     bool // a model call started or ended
 }
 
 // New returns an empty Tracker.
@@ -90,34 +99,63 @@ func New(o Options) *Tracker {
 
 // Begin records the start of an HTTP request to k: one more in flight, and
 // traffic.
-func (t *Tracker) Begin(k Key) { t.update(k, 1, 0) }
+func (t *Tracker) Begin(k Key) { t.update(k, delta{req: 1}) }
 
 // End records the end of an HTTP request to k: one fewer in flight, and
 // traffic.
-func (t *Tracker) End(k Key) { t.update(k, -1, 0) }
+func (t *Tracker) End(k Key) { t.update(k, delta{req: -1}) }
 
 // Traffic records body bytes or a WebSocket data frame for k.
-func (t *Tracker) Traffic(k Key) { t.update(k, 0, 0) }
+func (t *Tracker) Traffic(k Key) { t.update(k, delta{}) }
 
 // Upgrade turns one in-flight request to k into an open WebSocket, after
 // the upgrade succeeded. The WebSocket is counted before the request is
 // uncounted, so a concurrent Snapshot never sees neither.
-func (t *Tracker) Upgrade(k Key) { t.update(k, -1, 1) }
+func (t *Tracker) Upgrade(k Key) { t.update(k, delta{req: -1, ws: 1}) }
 
 // EndWebSocket records that a WebSocket to k closed: one fewer open, and
 // traffic.
-func (t *Tracker) EndWebSocket(k Key) { t.update(k, 0, -1) }
+func (t *Tracker) EndWebSocket(k Key) { t.update(k, delta{ws: -1}) }
+
+// BeginModelCall records the start of a model call the sandbox k made
+// through the egress listener: a request in flight, counted apart as a
+// model call too, so the leader can say why the sandbox is awake.
+func (t *Tracker) BeginModelCall(k Key) { t.update(k, delta{req: 1, model: 1, modelTouch: true}) }
+
+// EndModelCall records the end of a model call BeginModelCall recorded.
+func (t *Tracker) EndModelCall(k Key) { t.update(k, delta{req: -1, model: -1, modelTouch: true}) }
+
+// Busy records that the agent in k declared itself busy until the given
+// time; the zero time withdraws the declaration ("done"). A declaration is
+// not traffic: it keeps the sandbox awake only as the leader's busy rule
+// allows (a bounded daily allowance), so renewing it cannot restart the
+// idle clock. It always asks for an early report.
+func (t *Tracker) Busy(k Key, until time.Time) {
+	var ns int64
+	if !until.IsZero() {
+		ns = until.UnixNano()
+	}
+	t.mu.Lock()
+	e := t.m[k]
+	if e == nil {
+		e = new(entry)
+		t.m[k] = e
+	}
+	e.busyUntil.Store(ns)
+	t.mu.Unlock()
+	t.signal()
+}
 
 // Changed is signalled (without blocking, coalesced) on activity of any
 // kind on a sandbox that had been silent for Options.Quiet or was unknown.
 // The Reporter listens to it to send an early report.
 func (t *Tracker) Changed() <-chan struct{} { return t.changed }
 
-func (t *Tracker) update(k Key, dReq, dWS int64) {
+func (t *Tracker) update(k Key, d delta) {
 	now := time.Now().UnixNano()
 	t.mu.RLock()
 	if e := t.m[k]; e != nil {
-		t.apply(e, now, dReq, dWS)
+		t.apply(e, now, d)
 		t.mu.RUnlock()
 		return
 	}
@@ -128,18 +166,24 @@ func (t *Tracker) update(k Key, dReq, dWS int64) {
 		e = new(entry)
 		t.m[k] = e
 	}
-	t.apply(e, now, dReq, dWS)
+	t.apply(e, now, d)
 	t.mu.Unlock()
 }
 
 // apply runs under either lock: entries are only removed under the write
 // lock and only without open work, so e is still in the table.
-func (t *Tracker) apply(e *entry, now, dReq, dWS int64) {
-	if dWS != 0 {
-		e.webSockets.Add(dWS)
+func (t *Tracker) apply(e *entry, now int64, d delta) {
+	if d.ws != 0 {
+		e.webSockets.Add(d.ws)
 	}
-	if dReq != 0 {
-		e.inFlight.Add(dReq)
+	if d.req != 0 {
+		e.inFlight.Add(d.req)
+	}
+	if d.model != 0 {
+		e.modelCalls.Add(d.model)
+	}
+	if d.modelTouch {
+		e.lastModel.Store(now)
 	}
 	prev := e.last.Load()
 	if now-prev < touchResolution {
@@ -147,10 +191,14 @@ func (t *Tracker) apply(e *entry, now, dReq, dWS int64) {
 	}
 	e.last.Store(now)
 	if now-prev >= t.quiet {
-		select {
-		case t.changed <- struct{}{}:
-		default:
-		}
+		t.signal()
+	}
+}
+
+func (t *Tracker) signal() {
+	select {
+	case t.changed <- struct{}{}:
+	default:
 	}
 }
 
@@ -163,19 +211,31 @@ func (t *Tracker) Snapshot() []Entry {
 	out := make([]Entry, 0, len(t.m))
 	for k, e := range t.m {
 		last, req, ws := e.last.Load(), max(e.inFlight.Load(), 0), max(e.webSockets.Load(), 0)
-		if req == 0 && ws == 0 && now-last >= t.retention {
+		busy := e.busyUntil.Load()
+		if req == 0 && ws == 0 && now-last >= t.retention && busy <= now {
 			delete(t.m, k)
 			continue
 		}
 		out = append(out, Entry{
-			Namespace: k.Namespace, Sandbox: k.Name, LastActivity: time.Unix(0, last).UnixMilli(),
+			Namespace: k.Namespace, Sandbox: k.Name, LastActivity: millis(last),
 			InFlight: req, OpenWebSockets: ws,
+			ModelCalls: min(max(e.modelCalls.Load(), 0), req), LastModelCall: millis(e.lastModel.Load()),
+			BusyUntil: millis(busy),
 		})
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Sandbox, b.Sandbox))
 	})
 	return out
+}
+
+// millis converts unix nanoseconds to the report's unix milliseconds,
+// keeping 0 for "never".
+func millis(ns int64) int64 {
+	if ns <= 0 {
+		return 0
+	}
+	return time.Unix(0, ns).UnixMilli()
 }
 
 // Len returns the number of entries.

@@ -200,3 +200,42 @@ func BenchmarkTrackerRequest(b *testing.B) {
 		}
 	})
 }
+
+// TestTrackerModelCallsAndBusy: a model call is a request in flight and
+// counted apart with its time; a busy declaration is reported as it stands
+// without being traffic, asks for an early report, keeps its entry while
+// it lasts, and "done" withdraws it.
+func TestTrackerModelCallsAndBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{Retention: time.Minute})
+		start := time.Now()
+		tr.BeginModelCall(keyA)
+		time.Sleep(time.Second)
+		want := []Entry{{Namespace: "ns", Sandbox: "a", LastActivity: start.UnixMilli(), InFlight: 1, ModelCalls: 1, LastModelCall: start.UnixMilli()}}
+		if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
+			t.Errorf("mid-call snapshot (-want +got):\n%s", diff)
+		}
+		tr.EndModelCall(keyA)
+		end := time.Now()
+		signalled(tr)
+		tr.Busy(keyB, end.Add(2*time.Minute))
+		if !signalled(tr) {
+			t.Error("a busy declaration did not ask for an early report")
+		}
+		want = []Entry{
+			{Namespace: "ns", Sandbox: "a", LastActivity: end.UnixMilli(), LastModelCall: end.UnixMilli()},
+			{Namespace: "ns", Sandbox: "b", BusyUntil: end.Add(2 * time.Minute).UnixMilli()},
+		}
+		if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
+			t.Errorf("after the call, b busy (-want +got):\n%s", diff)
+		}
+		time.Sleep(90 * time.Second)
+		if got := tr.Snapshot(); len(got) != 1 || got[0].Sandbox != "b" {
+			t.Fatalf("past a's retention got %+v, want only b, still busy", got)
+		}
+		tr.Busy(keyB, time.Time{})
+		if got := tr.Snapshot(); len(got) != 0 {
+			t.Fatalf("after b said done got %+v, want nothing", got)
+		}
+	})
+}

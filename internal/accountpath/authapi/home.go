@@ -17,7 +17,7 @@ import (
 // idleView is what the account home asks of the sweeper, when the
 // Activity it was given offers it: what the idle rule says of a sandbox.
 type idleView interface {
-	Idle(sb *agents.Sandbox, now time.Time) sweeper.Suspension
+	Idle(c *extensions.SandboxClaim, sb *agents.Sandbox, now time.Time) sweeper.Suspension
 }
 
 var _ idleView = (*sweeper.Sweeper)(nil)
@@ -39,7 +39,7 @@ func (s *Server) agentFacts(ctx context.Context, c *extensions.SandboxClaim, sta
 	switch state {
 	case StateReady:
 		facts = append(facts, [2]string{"Running since", when(runningSince(c, sb), now)})
-		facts = append(facts, s.suspendFacts(sb, now)...)
+		facts = append(facts, s.suspendFacts(c, sb, now)...)
 	case StateSuspended:
 		if t := conditionSince(sb.Status.Conditions, agents.ConditionSuspended); !t.IsZero() {
 			facts = append(facts, [2]string{"Suspended since", when(t, now)})
@@ -62,30 +62,58 @@ func runningSince(c *extensions.SandboxClaim, sb *agents.Sandbox) time.Time {
 	return since
 }
 
-// suspendFacts are the last use and the suspension the idle rule gives a
-// Ready sandbox, or why no time can be given.
-func (s *Server) suspendFacts(sb *agents.Sandbox, now time.Time) [][2]string {
+// suspendFacts are the last use, what keeps a Ready sandbox awake and
+// when the idle rule suspends it, or why no time can be given.
+func (s *Server) suspendFacts(c *extensions.SandboxClaim, sb *agents.Sandbox, now time.Time) [][2]string {
 	idle, ok := s.opts.Activity.(idleView)
 	if !ok {
 		return [][2]string{{"Suspends", "never: idle suspend is not running on this service"}}
 	}
-	v := idle.Idle(sb, now)
+	v := idle.Idle(c, sb, now)
 	var facts [][2]string
 	if !v.LastActive.IsZero() {
 		facts = append(facts, [2]string{"Last active", when(v.LastActive, now)})
 	}
-	after := "after " + span(v.IdleTimeout) + " without use"
-	switch {
-	case v.Busy:
-		return append(facts, [2]string{"Suspends", "not while it is in use (a request or connection is open); then " + after})
-	case v.Exact && v.At.After(now):
-		return append(facts, [2]string{"Suspends", "around " + when(v.At, now) + " unless it is used; each use moves this later"})
-	case v.Exact:
-		return append(facts, [2]string{"Suspends", "within moments: it has not been used for " + span(v.IdleTimeout)})
-	case v.At.After(now):
-		return append(facts, [2]string{"Suspends", after + ", not before " + when(v.At, now) + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
+	if v.BusyUntil.After(now) && v.Reason != sweeper.ReasonBusy {
+		facts = append(facts, [2]string{"Busy", "your agent said it is busy until " + when(v.BusyUntil, now)})
 	}
-	return append(facts, [2]string{"Suspends", after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
+	after := "after " + span(v.IdleTimeout) + " without use"
+	if !v.Exact {
+		elsewhere := after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"
+		if v.At.After(now) {
+			elsewhere = after + ", not before " + when(v.At, now) + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"
+		}
+		return append(facts, [2]string{"Suspends", elsewhere})
+	}
+	around := "around " + when(v.At, now)
+	var awake, suspends string
+	switch v.Reason {
+	case sweeper.ReasonRequest, sweeper.ReasonWebSocket:
+		awake, suspends = "you are connected", "not while you are connected; then "+after
+	case sweeper.ReasonModelCall:
+		awake, suspends = "your agent is calling the model", "not while it is calling the model; then "+after
+	case sweeper.ReasonModel:
+		awake, suspends = "your agent called the model recently", around+" unless it is used or calls the model again"
+	case sweeper.ReasonKeepAwake:
+		awake, suspends = "you asked to keep it awake", around+", when your keep-awake ends, unless it is used"
+	case sweeper.ReasonBusy:
+		awake, suspends = "your agent said it is busy until "+when(v.BusyUntil, now), around+
+			" at the latest: busy time is limited to "+span(v.AllowanceLeft)+" more today"
+	case sweeper.ReasonIdle:
+		suspends = "within moments: it has not been used for " + span(v.IdleTimeout)
+	case sweeper.ReasonAllowanceUsed:
+		suspends = "within moments: your agent says it is busy, but today's busy time is used up"
+	case sweeper.ReasonActivity:
+		awake, suspends = "you used it recently", around+" unless it is used; each use moves this later"
+	case sweeper.ReasonWoken:
+		awake, suspends = "it woke recently", around+" unless it is used; each use moves this later"
+	default:
+		suspends = around + " unless it is used; each use moves this later"
+	}
+	if awake != "" {
+		facts = append(facts, [2]string{"Awake because", awake})
+	}
+	return append(facts, [2]string{"Suspends", suspends})
 }
 
 // conditionSince is when condition typ last became True, or zero.

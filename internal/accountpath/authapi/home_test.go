@@ -15,9 +15,11 @@ import (
 // fakeIdle is a sweeper that answers Idle with v.
 type fakeIdle struct{ v sweeper.Suspension }
 
-func (fakeIdle) Observe(activity.Report) error                        { return nil }
-func (fakeIdle) Leader() (sweeper.Leader, error)                      { return sweeper.Leader{}, nil }
-func (f fakeIdle) Idle(*agents.Sandbox, time.Time) sweeper.Suspension { return f.v }
+func (fakeIdle) Observe(activity.Report) error   { return nil }
+func (fakeIdle) Leader() (sweeper.Leader, error) { return sweeper.Leader{}, nil }
+func (f fakeIdle) Idle(*extensions.SandboxClaim, *agents.Sandbox, time.Time) sweeper.Suspension {
+	return f.v
+}
 
 // TestSuspendFacts: the account page shows the suspension the idle rule
 // gives, or says exactly why it cannot; never "after a while".
@@ -29,23 +31,51 @@ func TestSuspendFacts(t *testing.T) {
 		activity Activity
 		want     [][2]string
 	}{
-		{"leader, idle", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, LastActive: now.Add(-5 * time.Minute), At: now.Add(25 * time.Minute), Exact: true}},
-			[][2]string{{"Last active", "2026-12-06 11:55 UTC (5 min ago)"}, {"Suspends", "around 2026-12-06 12:25 UTC (25 min from now) unless it is used; each use moves this later"}}},
-		{"leader, never reported", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, At: now.Add(10 * time.Minute), Exact: true}},
+		{"leader, used recently", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, LastActive: now.Add(-5 * time.Minute), Exact: true,
+			Decision: sweeper.Decision{At: now.Add(25 * time.Minute), Reason: sweeper.ReasonActivity}}},
+			[][2]string{{"Last active", "2026-12-06 11:55 UTC (5 min ago)"}, {"Awake because", "you used it recently"},
+				{"Suspends", "around 2026-12-06 12:25 UTC (25 min from now) unless it is used; each use moves this later"}}},
+		{"leader, never reported", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Exact: true,
+			Decision: sweeper.Decision{At: now.Add(10 * time.Minute), Reason: sweeper.ReasonGrace}}},
 			[][2]string{{"Suspends", "around 2026-12-06 12:10 UTC (10 min from now) unless it is used; each use moves this later"}}},
-		{"leader, due", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, At: now.Add(-time.Second), Exact: true}},
+		{"leader, due", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Exact: true,
+			Decision: sweeper.Decision{Suspend: true, At: now.Add(-time.Second), Reason: sweeper.ReasonIdle}}},
 			[][2]string{{"Suspends", "within moments: it has not been used for 30 min"}}},
-		{"leader, in use", fakeIdle{sweeper.Suspension{IdleTimeout: time.Hour, LastActive: now, Busy: true, Exact: true}},
-			[][2]string{{"Last active", "2026-12-06 12:00 UTC (less than a minute ago)"}, {"Suspends", "not while it is in use (a request or connection is open); then after 1 h without use"}}},
-		{"another replica", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, At: now.Add(20 * time.Minute)}},
+		{"leader, connected", fakeIdle{sweeper.Suspension{IdleTimeout: time.Hour, LastActive: now, Exact: true,
+			Decision: sweeper.Decision{Reason: sweeper.ReasonRequest}}},
+			[][2]string{{"Last active", "2026-12-06 12:00 UTC (less than a minute ago)"}, {"Awake because", "you are connected"},
+				{"Suspends", "not while you are connected; then after 1 h without use"}}},
+		{"leader, calling the model", fakeIdle{sweeper.Suspension{IdleTimeout: time.Hour, LastActive: now, Exact: true,
+			Decision: sweeper.Decision{Reason: sweeper.ReasonModelCall}}},
+			[][2]string{{"Last active", "2026-12-06 12:00 UTC (less than a minute ago)"}, {"Awake because", "your agent is calling the model"},
+				{"Suspends", "not while it is calling the model; then after 1 h without use"}}},
+		{"leader, called the model", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, LastActive: now.Add(-2 * time.Minute), Exact: true,
+			Decision: sweeper.Decision{At: now.Add(28 * time.Minute), Reason: sweeper.ReasonModel}}},
+			[][2]string{{"Last active", "2026-12-06 11:58 UTC (2 min ago)"}, {"Awake because", "your agent called the model recently"},
+				{"Suspends", "around 2026-12-06 12:28 UTC (28 min from now) unless it is used or calls the model again"}}},
+		{"leader, busy", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Exact: true, BusyUntil: now.Add(20 * time.Minute), AllowanceLeft: 2 * time.Hour,
+			Decision: sweeper.Decision{At: now.Add(20 * time.Minute), Reason: sweeper.ReasonBusy, UsesAllowance: true}}},
+			[][2]string{{"Awake because", "your agent said it is busy until 2026-12-06 12:20 UTC (20 min from now)"},
+				{"Suspends", "around 2026-12-06 12:20 UTC (20 min from now) at the latest: busy time is limited to 2 h more today"}}},
+		{"leader, busy but used recently", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, LastActive: now, Exact: true, BusyUntil: now.Add(time.Hour),
+			Decision: sweeper.Decision{At: now.Add(timeout), Reason: sweeper.ReasonActivity}}},
+			[][2]string{{"Last active", "2026-12-06 12:00 UTC (less than a minute ago)"}, {"Busy", "your agent said it is busy until 2026-12-06 13:00 UTC (1 h from now)"},
+				{"Awake because", "you used it recently"}, {"Suspends", "around 2026-12-06 12:30 UTC (30 min from now) unless it is used; each use moves this later"}}},
+		{"leader, kept awake", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Exact: true,
+			Decision: sweeper.Decision{At: now.Add(45 * time.Minute), Reason: sweeper.ReasonKeepAwake}}},
+			[][2]string{{"Awake because", "you asked to keep it awake"}, {"Suspends", "around 2026-12-06 12:45 UTC (45 min from now), when your keep-awake ends, unless it is used"}}},
+		{"leader, allowance used", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Exact: true,
+			Decision: sweeper.Decision{Suspend: true, At: now.Add(-time.Minute), Reason: sweeper.ReasonAllowanceUsed}}},
+			[][2]string{{"Suspends", "within moments: your agent says it is busy, but today's busy time is used up"}}},
+		{"another replica", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Decision: sweeper.Decision{At: now.Add(20 * time.Minute)}}},
 			[][2]string{{"Suspends", "after 30 min without use, not before 2026-12-06 12:20 UTC (20 min from now); only the replica of this service that runs the idle sweep knows its last use, and this page came from another"}}},
-		{"another replica, past the earliest", fakeIdle{sweeper.Suspension{IdleTimeout: 45 * time.Second, At: now.Add(-time.Hour)}},
+		{"another replica, past the earliest", fakeIdle{sweeper.Suspension{IdleTimeout: 45 * time.Second, Decision: sweeper.Decision{At: now.Add(-time.Hour)}}},
 			[][2]string{{"Suspends", "after 45 s without use; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"}}},
 		{"no sweeper", nil, [][2]string{{"Suspends", "never: idle suspend is not running on this service"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{opts: Options{Activity: tc.activity}}
-			got := s.suspendFacts(&agents.Sandbox{}, now)
+			got := s.suspendFacts(nil, &agents.Sandbox{}, now)
 			if len(got) != len(tc.want) {
 				t.Fatalf("facts %q, want %q", got, tc.want)
 			}

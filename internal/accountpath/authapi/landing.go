@@ -29,6 +29,8 @@ type pageData struct {
 	Refresh        bool
 	// Facts describe the signed-in user's agent on the landing page.
 	Facts [][2]string
+	// KeepAwake is how long the account page's keep-awake lasts.
+	KeepAwake string
 	// Signup and Login are the anonymous landing page's forms as a
 	// refusal shows them again.
 	Signup, Login formState
@@ -94,6 +96,7 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 		d.User = sess.account.User
 		d.State = s.claims.state(r.Context(), sess.claim)
 		d.Facts = s.agentFacts(r.Context(), sess.claim, d.State)
+		d.KeepAwake = span(s.opts.KeepAwake)
 		d.AgentURL = agentPath(d.User)
 		d.Refresh = d.State == StateWaking || d.State == StateFailed
 	case errors.Is(err, ErrNoSession) && s.hasSessionCookie(r):

@@ -30,6 +30,7 @@ const (
 	DefaultKeyRotationInterval  = 24 * time.Hour
 	DefaultKeyPublishDelay      = 10 * time.Minute
 	DefaultWakeTimeout          = 60 * time.Second
+	DefaultKeepAwake            = time.Hour
 	DefaultRateWindow           = 60 * time.Second
 	DefaultMaxBodyBytes         = 1 << 20
 	DefaultTokenReviewCacheTTL  = 10 * time.Second
@@ -87,6 +88,9 @@ type Options struct {
 	KeyPublishDelay time.Duration
 	// WakeTimeout bounds how long signup and recreate wait for Ready.
 	WakeTimeout time.Duration
+	// KeepAwake is how long the account page's "keep awake" holds the
+	// idle rule off, from the moment it is pressed.
+	KeepAwake time.Duration
 	// RateLimit is how many signup and login requests one client may make
 	// per RateWindow; zero disables the limit.
 	RateLimit  int
@@ -162,7 +166,7 @@ func (o Options) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"session TTL": o.SessionTTL, "cookie max age": o.CookieMaxAge, "key rotation interval": o.KeyRotationInterval,
-		"key publish delay": o.KeyPublishDelay, "wake timeout": o.WakeTimeout, "rate window": o.RateWindow,
+		"key publish delay": o.KeyPublishDelay, "wake timeout": o.WakeTimeout, "rate window": o.RateWindow, "keep awake": o.KeepAwake,
 		"token review cache TTL": o.TokenReviewCacheTTL,
 	} {
 		if d < 0 {
@@ -214,6 +218,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.KeyRotationInterval, DefaultKeyRotationInterval)
 	defaults.Set(&o.KeyPublishDelay, DefaultKeyPublishDelay)
 	defaults.Set(&o.WakeTimeout, DefaultWakeTimeout)
+	defaults.Set(&o.KeepAwake, DefaultKeepAwake)
 	defaults.Set(&o.RateWindow, DefaultRateWindow)
 	defaults.Set(&o.TokenReviewCacheTTL, DefaultTokenReviewCacheTTL)
 	defaults.Set(&o.MaxBodyBytes, DefaultMaxBodyBytes)

@@ -102,6 +102,8 @@ func (s *Server) routes() {
 	pub.Handle("POST /users/{user}/token", s.route("rotate", s.handleRotate))
 	pub.Handle("GET /users/{user}/token", s.route("token_view", s.handleTokenView))
 	pub.Handle("POST /users/{user}/logout", s.route("logout_everywhere", s.handleLogoutEverywhere))
+	pub.Handle("POST /users/{user}/keep-awake", s.route("keep_awake", s.handleKeepAwake))
+	pub.Handle("POST /users/{user}/suspend", s.route("suspend_now", s.handleSuspendNow))
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
 		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))

@@ -47,6 +47,7 @@ type Config struct {
 	LogLevel                          string
 	IdleTimeout, ReportInterval       time.Duration
 	IdleCountsOpenConnections         bool
+	BusyAllowance, KeepAwake          time.Duration
 	LeaseDuration, RenewDeadline      time.Duration
 	RoutingMode, UserDomain           string
 	OriginCookieName                  string
@@ -73,6 +74,7 @@ func Defaults() Config {
 		SignupBudget:           authapi.DefaultSignupBudget, InternalReviewLimit: authapi.DefaultInternalReviewLimit, InternalReviewBudget: authapi.DefaultInternalReviewBudget,
 		ShutdownTimeout: 20 * time.Second, DrainDelay: 10 * time.Second, LogLevel: "info",
 		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
+		BusyAllowance: sweeper.DefaultBusyAllowance, KeepAwake: authapi.DefaultKeepAwake,
 		EntryCodeTTL:  authapi.DefaultEntryCodeTTL,
 		LeaseDuration: sweeper.DefaultLeaseDuration, RenewDeadline: sweeper.DefaultRenewDeadline, RetryPeriod: sweeper.DefaultRetryPeriod,
 	}
@@ -123,6 +125,8 @@ func (c *Config) Settings() []settings.Setting {
 		settings.Var("idle-timeout", "IDLE_TIMEOUT", "suspend a managed sandbox after this long without activity or open work", settings.Duration(&c.IdleTimeout)),
 		settings.Var("report-interval", "REPORT_INTERVAL", "node proxies' activity report interval (a node silent for 3 counts as idle)", settings.Duration(&c.ReportInterval)),
 		settings.Var("idle-counts-open-connections", "IDLE_COUNTS_OPEN_CONNECTIONS", "an open but silent WebSocket keeps its sandbox awake", settings.Bool(&c.IdleCountsOpenConnections)),
+		settings.Var("busy-allowance", "BUSY_ALLOWANCE", "per user and UTC day, how long agents' busy declarations may keep a sandbox awake past IDLE_TIMEOUT", settings.Duration(&c.BusyAllowance)),
+		settings.Var("keep-awake", "KEEP_AWAKE", "how long the account page's \"keep awake\" holds idle suspend off", settings.Duration(&c.KeepAwake)),
 		settings.Var("leader-lease-duration", "LEADER_LEASE_DURATION", "how long the sweeper's leader Lease holds without renewal (whole seconds); a killed leader is replaced after it", settings.Duration(&c.LeaseDuration)),
 		settings.Var("leader-renew-deadline", "LEADER_RENEW_DEADLINE", "how long the leader keeps trying to renew before it stops sweeping (< LEADER_LEASE_DURATION)", settings.Duration(&c.RenewDeadline)),
 		settings.Var("leader-retry-period", "LEADER_RETRY_PERIOD", "how often replicas try to take or renew the Lease", settings.Duration(&c.RetryPeriod)),
@@ -193,7 +197,8 @@ func (c Config) Validate() error {
 		bad("KEY_ROTATION_INTERVAL %v with COOKIE_MAX_AGE %v keeps about %.0f signing keys, more than %d fit: rotate less often", c.KeyRotationInterval, c.CookieMaxAge, n, authapi.MaxKeyRing)
 	}
 	for name, d := range map[string]time.Duration{"WAKE_TIMEOUT": c.WakeTimeout, "IDLE_TIMEOUT": c.IdleTimeout, "REPORT_INTERVAL": c.ReportInterval, "AUTH_RATE_WINDOW": c.RateWindow,
-		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "KEY_PUBLISH_DELAY": c.KeyPublishDelay} {
+		"TOKEN_REVIEW_CACHE_TTL": c.TokenReviewCacheTTL, "SHUTDOWN_TIMEOUT": c.ShutdownTimeout, "KEY_PUBLISH_DELAY": c.KeyPublishDelay,
+		"BUSY_ALLOWANCE": c.BusyAllowance, "KEEP_AWAKE": c.KeepAwake} {
 		if d <= 0 {
 			bad("%s %v must be positive", name, d)
 		}

@@ -1,6 +1,7 @@
 package sweeper
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -15,6 +16,14 @@ type State struct {
 	// InFlight and WebSockets sum the latest reports of the live nodes.
 	InFlight   int64
 	WebSockets int64
+	// ModelCalls sums the model calls in flight (counted in InFlight too).
+	ModelCalls int64
+	// LastModelCall is the newest model call start or end reported, on
+	// this replica's clock; zero when none.
+	LastModelCall time.Time
+	// BusyUntil is the latest busy declaration the live nodes report, on
+	// this replica's clock; zero when none.
+	BusyUntil time.Time
 }
 
 // Aggregator merges the activity reports of all nodes. It is safe for
@@ -23,17 +32,21 @@ type State struct {
 type Aggregator struct {
 	lateAfter, silentAfter time.Duration
 
-	mu    sync.Mutex
-	nodes map[string]*nodeState
-	last  map[activity.Key]time.Time
+	mu        sync.Mutex
+	nodes     map[string]*nodeState
+	last      map[activity.Key]time.Time
+	lastModel map[activity.Key]time.Time
 }
 
 type nodeState struct {
 	received time.Time
-	busy     map[activity.Key]work // only entries with open work
+	busy     map[activity.Key]work // only entries with open work or a busy declaration
 }
 
-type work struct{ inFlight, webSockets int64 }
+type work struct {
+	inFlight, webSockets, modelCalls int64
+	busyUntil                        time.Time
+}
 
 // NewAggregator returns an empty Aggregator for nodes that report every
 // reportInterval.
@@ -42,6 +55,7 @@ func NewAggregator(reportInterval time.Duration) *Aggregator {
 		lateAfter:   reportInterval + reportInterval/2,
 		silentAfter: SilentIntervals * reportInterval,
 		nodes:       make(map[string]*nodeState), last: make(map[activity.Key]time.Time),
+		lastModel: make(map[activity.Key]time.Time),
 	}
 }
 
@@ -49,23 +63,30 @@ func NewAggregator(reportInterval time.Duration) *Aggregator {
 // activity is moved onto this replica's clock by its age at sending
 // (SentAt - LastActivity), so node clock skew does not matter and transit
 // time only makes activity look newer. The report replaces its node's
-// previous in-flight counts.
+// previous in-flight counts and busy declarations. A busy declaration is
+// moved onto this clock by its distance from SentAt.
 func (a *Aggregator) Observe(r activity.Report, received time.Time) {
 	busy := make(map[activity.Key]work)
+	onClock := func(ms int64) time.Time { return received.Add(time.Duration(ms-r.SentAt) * time.Millisecond) }
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, e := range r.Entries {
 		k := e.Key()
-		if e.InFlight > 0 || e.OpenWebSockets > 0 {
+		if e.InFlight > 0 || e.OpenWebSockets > 0 || e.BusyUntil > r.SentAt {
 			w := busy[k]
-			busy[k] = work{inFlight: w.inFlight + e.InFlight, webSockets: w.webSockets + e.OpenWebSockets}
+			w.inFlight += e.InFlight
+			w.webSockets += e.OpenWebSockets
+			w.modelCalls += e.ModelCalls
+			if e.BusyUntil > r.SentAt {
+				w.busyUntil = latest(w.busyUntil, onClock(e.BusyUntil))
+			}
+			busy[k] = w
 		}
-		if e.LastActivity <= 0 {
-			continue
+		if e.LastActivity > 0 {
+			a.last[k] = latest(a.last[k], onClock(min(e.LastActivity, r.SentAt)))
 		}
-		at := received.Add(-time.Duration(max(r.SentAt-e.LastActivity, 0)) * time.Millisecond)
-		if at.After(a.last[k]) {
-			a.last[k] = at
+		if e.LastModelCall > 0 {
+			a.lastModel[k] = latest(a.lastModel[k], onClock(min(e.LastModelCall, r.SentAt)))
 		}
 	}
 	a.nodes[r.Node] = &nodeState{received: received, busy: busy}
@@ -75,7 +96,7 @@ func (a *Aggregator) Observe(r activity.Report, received time.Time) {
 func (a *Aggregator) State(k activity.Key, now time.Time) State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := State{LastActivity: a.last[k]}
+	s := State{LastActivity: a.last[k], LastModelCall: a.lastModel[k]}
 	for _, n := range a.nodes {
 		if now.Sub(n.received) > a.silentAfter {
 			continue
@@ -83,6 +104,8 @@ func (a *Aggregator) State(k activity.Key, now time.Time) State {
 		w := n.busy[k]
 		s.InFlight += w.inFlight
 		s.WebSockets += w.webSockets
+		s.ModelCalls += w.modelCalls
+		s.BusyUntil = latest(s.BusyUntil, w.busyUntil)
 	}
 	return s
 }
@@ -107,11 +130,9 @@ func (a *Aggregator) Lagging(now time.Time) string {
 func (a *Aggregator) Retain(keep func(activity.Key) bool, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for k := range a.last {
-		if !keep(k) {
-			delete(a.last, k)
-		}
-	}
+	gone := func(k activity.Key, _ time.Time) bool { return !keep(k) }
+	maps.DeleteFunc(a.last, gone)
+	maps.DeleteFunc(a.lastModel, gone)
 	for name, n := range a.nodes {
 		if now.Sub(n.received) > a.silentAfter {
 			delete(a.nodes, name)
@@ -125,4 +146,5 @@ func (a *Aggregator) Reset() {
 	defer a.mu.Unlock()
 	clear(a.nodes)
 	clear(a.last)
+	clear(a.lastModel)
 }

@@ -3,61 +3,61 @@ package sweeper
 import (
 	"time"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
-// dueAt is the idle rule, the one the sweep applies and account pages
-// show: a Running sandbox under a managed claim is suspended IdleTimeout
-// after the latest of its newest reported activity a.LastActivity, the
-// moment this term first saw it Running (firstSeen), and its Ready
-// condition's last transition. While it has open work (a request in
-// flight, or with CountOpenConnections an open WebSocket) it is not due
-// at all: ok is false.
-func (s *Sweeper) dueAt(a State, firstSeen time.Time, sb *agents.Sandbox) (due time.Time, ok bool) {
-	if a.InFlight > 0 || (s.opts.CountOpenConnections && a.WebSockets > 0) {
-		return time.Time{}, false
+// inputs gathers what the idle rule reads about sandbox sb at k, of claim
+// c, first seen by this term at first.
+func (s *Sweeper) inputs(st *sweepState, k activity.Key, c *extensions.SandboxClaim, sb *agents.Sandbox, first, now time.Time) Inputs {
+	return Inputs{
+		Now: now, IdleTimeout: s.opts.IdleTimeout, State: s.agg.State(k, now),
+		CountWebSockets: s.opts.CountOpenConnections, FirstSeen: first, ReadySince: readySince(sb),
+		KeepAwakeUntil: account.KeepAwakeUntil(c), AllowanceLeft: st.allow.left(userOf(c), now),
 	}
-	return latest(a.LastActivity, firstSeen, readySince(sb)).Add(s.opts.IdleTimeout), true
 }
 
 // Suspension is what the idle rule says of one Running sandbox, for its
 // owner's account page.
 type Suspension struct {
+	// Decision is the rule's answer (Decide).
+	Decision
 	// IdleTimeout is how long without use suspends it.
 	IdleTimeout time.Duration
 	// LastActive is its newest reported activity; zero when unknown.
 	LastActive time.Time
-	// At is when the sweep suspends it if it stays unused (the first
-	// sweep at or after it): the rule's answer when Exact, else the
-	// earliest it can be, from the Sandbox alone; zero when Busy, or
-	// when not Exact and the Sandbox has no Ready condition.
-	At time.Time
-	// Busy reports open work: it is not suspended while that lasts.
-	Busy bool
+	// BusyUntil is the end of its agent's busy declaration; zero when it
+	// has none (or this replica cannot know).
+	BusyUntil time.Time
+	// AllowanceLeft is what remains of its owner's busy allowance today.
+	AllowanceLeft time.Duration
 	// Exact reports that this replica leads the sweep: it holds the
 	// activity reports and the term's memory the rule reads. Other
-	// replicas know neither.
+	// replicas know neither, and give the earliest time the rule allows
+	// from the Sandbox and claim alone.
 	Exact bool
 }
 
-// Idle applies the idle rule (dueAt) to sb at now for an account page:
+// Idle applies the idle rule to sb of claim c at now for an account page:
 // exactly on the leader, elsewhere as the earliest time it allows.
-func (s *Sweeper) Idle(sb *agents.Sandbox, now time.Time) Suspension {
-	out := Suspension{IdleTimeout: s.opts.IdleTimeout}
-	t := s.leading.Load()
+func (s *Sweeper) Idle(c *extensions.SandboxClaim, sb *agents.Sandbox, now time.Time) Suspension {
 	var st *sweepState
-	if t != nil && s.Leading() {
+	if t := s.leading.Load(); t != nil && s.Leading() {
 		st = t.state.Load()
 	}
 	if st == nil {
-		if r := readySince(sb); !r.IsZero() {
-			out.At = r.Add(s.opts.IdleTimeout)
+		d := Decide(Inputs{Now: now, IdleTimeout: s.opts.IdleTimeout, ReadySince: readySince(sb), KeepAwakeUntil: account.KeepAwakeUntil(c)})
+		if d.Suspend {
+			d = Decision{}
 		}
-		return out
+		return Suspension{Decision: d, IdleTimeout: s.opts.IdleTimeout}
 	}
 	k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
-	a := s.agg.State(k, now)
-	due, ok := s.dueAt(a, st.seen.at(k, sb.UID, now), sb)
-	return Suspension{IdleTimeout: s.opts.IdleTimeout, LastActive: a.LastActivity, At: due, Busy: !ok, Exact: true}
+	in := s.inputs(st, k, c, sb, st.seen.at(k, sb.UID, now), now)
+	return Suspension{
+		Decision: Decide(in), IdleTimeout: s.opts.IdleTimeout, LastActive: in.State.LastActivity,
+		BusyUntil: in.State.BusyUntil, AllowanceLeft: in.AllowanceLeft, Exact: true,
+	}
 }

@@ -32,6 +32,12 @@ type metrics struct {
 	// invalid counts managed sandboxes the agent-sandbox controller gave
 	// up on (InvalidConfiguration), once per rejection.
 	invalid prometheus.Counter
+	// idleSuspends counts the suspends that succeeded, label reason: the
+	// idle rule's (idle, allowance-used).
+	idleSuspends *prometheus.CounterVec
+	// busyUsed counts the busy allowance used: seconds agents were kept
+	// awake past their idle deadline by their busy declarations alone.
+	busyUsed prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -52,6 +58,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		failedPods: s.CounterVec(prometheus.CounterOpts{
 			Name: "failed_pods_deleted_total", Help: "Terminated (Failed or Succeeded) pods of managed sandboxes the leader deleted for the controller to recreate, by result (refused: admission found the pod not terminated).",
 		}, []string{"result"}, metricset.Each(failedPodDeleted, failedPodGone, failedPodRefused, failedPodError)...),
+		idleSuspends: s.CounterVec(prometheus.CounterOpts{
+			Name: "idle_suspends_total", Help: "Sandboxes the leader suspended, by the idle rule's reason (allowance-used: still declared busy, but its owner's daily busy allowance was spent).",
+		}, []string{"reason"}, metricset.Each(string(ReasonIdle), string(ReasonAllowanceUsed))...),
+		busyUsed: s.Counter(prometheus.CounterOpts{
+			Name: "busy_allowance_used_seconds_total", Help: "Seconds agents were kept awake past their idle deadline only by their busy declarations (BUSY_ALLOWANCE is the daily allowance per user).",
+		}),
 		invalid: s.Counter(prometheus.CounterOpts{
 			Name: "invalid_configurations_total", Help: "Managed sandboxes the agent-sandbox controller gave up on for good (Ready reason InvalidConfiguration), counted once per rejection by the leader; each needs an operator.",
 		}),

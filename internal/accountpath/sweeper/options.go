@@ -29,6 +29,7 @@ const (
 	DefaultRenewDeadline  = 10 * time.Second
 	DefaultRetryPeriod    = 2 * time.Second
 	DefaultIdleTimeout    = 15 * time.Minute
+	DefaultBusyAllowance  = 8 * time.Hour
 	DefaultReportInterval = activity.DefaultReportInterval
 	defaultPatchTimeout   = 5 * time.Second
 )
@@ -81,6 +82,10 @@ type Options struct {
 	// CountOpenConnections is IDLE_COUNTS_OPEN_CONNECTIONS: an open
 	// WebSocket keeps its sandbox awake even when silent.
 	CountOpenConnections bool
+	// BusyAllowance is BUSY_ALLOWANCE: how long, per user and UTC day,
+	// agents' busy declarations may keep a sandbox awake past its idle
+	// deadline.
+	BusyAllowance time.Duration
 	// Pods deletes the terminated pods of managed sandboxes so the
 	// controller recreates them; nil leaves them alone.
 	Pods PodDeleter
@@ -122,7 +127,7 @@ func (o Options) Validate() error {
 	}{
 		{"lease duration", o.LeaseDuration}, {"renew deadline", o.RenewDeadline}, {"retry period", o.RetryPeriod},
 		{"idle timeout", o.IdleTimeout}, {"report interval", o.ReportInterval}, {"sweep interval", o.SweepInterval},
-		{"patch timeout", o.PatchTimeout},
+		{"patch timeout", o.PatchTimeout}, {"busy allowance", o.BusyAllowance},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
@@ -153,6 +158,7 @@ func (o Options) withDefaults() Options {
 	set(&o.RenewDeadline, DefaultRenewDeadline)
 	set(&o.RetryPeriod, DefaultRetryPeriod)
 	set(&o.IdleTimeout, DefaultIdleTimeout)
+	set(&o.BusyAllowance, DefaultBusyAllowance)
 	set(&o.ReportInterval, DefaultReportInterval)
 	set(&o.SweepInterval, o.ReportInterval)
 	set(&o.PatchTimeout, defaultPatchTimeout)

@@ -29,15 +29,26 @@ func indexOwners(claims []*extensions.SandboxClaim) owners {
 	return o
 }
 
-// user names the account of a managed sandbox (its claims' user label).
-func (o owners) user(sb *agents.Sandbox) string {
+// claim is the claim of a managed sandbox: the one its claim-uid label
+// names, else the first that points at it; nil when none does.
+func (o owners) claim(sb *agents.Sandbox) *extensions.SandboxClaim {
 	if c := o.byUID[types.UID(sb.Labels[agents.LabelClaimUID])]; c != nil {
-		return c.Labels[account.LabelUser]
+		return c
 	}
 	for _, c := range o.bySandbox[sb.Name] {
-		return c.Labels[account.LabelUser]
+		return c
 	}
-	return ""
+	return nil
+}
+
+// user names the account of a managed sandbox (its claim's user label).
+func (o owners) user(sb *agents.Sandbox) string { return userOf(o.claim(sb)) }
+
+func userOf(c *extensions.SandboxClaim) string {
+	if c == nil {
+		return ""
+	}
+	return c.Labels[account.LabelUser]
 }
 
 // managed reports whether sb belongs to the auth API: at least one claim

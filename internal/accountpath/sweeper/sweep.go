@@ -26,6 +26,8 @@ type sweepState struct {
 	// invalid holds, per sandbox, the InvalidConfiguration already
 	// reported: when its Ready condition last changed.
 	invalid map[activity.Key]time.Time
+	// allow is the busy time each user's agent used today.
+	allow *allowances
 }
 
 type seenAt struct {
@@ -76,13 +78,17 @@ func (f *firstSeen) forget(gone func(activity.Key) bool) {
 	forget(f.m, gone)
 }
 
-func newSweepState() *sweepState {
-	return &sweepState{seen: firstSeen{m: make(map[activity.Key]seenAt)}, patched: make(map[activity.Key]string), recovered: make(map[activity.Key]time.Time), invalid: make(map[activity.Key]time.Time)}
+func (s *Sweeper) newSweepState() *sweepState {
+	return &sweepState{
+		seen: firstSeen{m: make(map[activity.Key]seenAt)}, patched: make(map[activity.Key]string),
+		recovered: make(map[activity.Key]time.Time), invalid: make(map[activity.Key]time.Time),
+		allow: newAllowances(s.opts.BusyAllowance, 2*s.opts.SweepInterval),
+	}
 }
 
 // loop sweeps at once and then every SweepInterval until ctx ends.
 func (s *Sweeper) loop(ctx context.Context, t *term) {
-	st := newSweepState()
+	st := s.newSweepState()
 	t.state.Store(st)
 	tick := time.NewTicker(s.opts.SweepInterval)
 	defer tick.Stop()
@@ -104,7 +110,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 	for _, sb := range sandboxes {
 		live[activity.Key{Namespace: sb.Namespace, Name: sb.Name}] = true
 	}
-	defer st.retain(live)
+	defer st.retain(live, now)
 	defer s.agg.Retain(func(k activity.Key) bool { return live[k] }, now)
 	lagging := s.agg.Lagging(now)
 	for _, sb := range sandboxes {
@@ -132,9 +138,12 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 			}
 			delete(st.patched, k) // changed since, e.g. woken: start afresh
 		}
-		first := st.seen.note(k, sb.UID, now)
-		due, idle := s.dueAt(s.agg.State(k, now), first, sb)
-		if !idle || now.Before(due) {
+		c := own.claim(sb)
+		d := Decide(s.inputs(st, k, c, sb, st.seen.note(k, sb.UID, now), now))
+		if used := st.allow.charge(userOf(c), k, d.UsesAllowance, now); used > 0 {
+			s.m.busyUsed.Add(used.Seconds())
+		}
+		if !d.Suspend {
 			continue
 		}
 		if lagging != "" {
@@ -146,7 +155,7 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 		if !ok {
 			return
 		}
-		if s.suspend(ctx, until, sb, own.user(sb), now.Sub(due)+s.opts.IdleTimeout) {
+		if s.suspend(ctx, until, sb, userOf(c), d.Reason, now.Sub(d.At)+s.opts.IdleTimeout) {
 			st.patched[k] = sb.ResourceVersion
 			st.seen.drop(k)
 		}
@@ -154,9 +163,10 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 }
 
 // retain forgets the sandboxes that are gone from the cache.
-func (st *sweepState) retain(live map[activity.Key]bool) {
+func (st *sweepState) retain(live map[activity.Key]bool, now time.Time) {
 	gone := func(k activity.Key) bool { return !live[k] }
 	st.seen.forget(gone)
+	st.allow.forget(gone, now)
 	forget(st.patched, gone)
 	forget(st.recovered, gone)
 	forget(st.invalid, gone)
@@ -168,7 +178,7 @@ func forget[V any](m map[activity.Key]V, gone func(activity.Key) bool) {
 
 // suspend patches sb to Suspended, conditional on its resourceVersion, with
 // until (the end of the term's certain leadership) as deadline.
-func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, user string, idle time.Duration) bool {
+func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, user string, why Reason, idle time.Duration) bool {
 	ctx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
@@ -178,7 +188,8 @@ func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandb
 	result := suspendOK
 	switch {
 	case err == nil:
-		log.Info("suspended idle sandbox", "idle_ms", idle.Milliseconds())
+		log.Info("suspended idle sandbox", "idle_ms", idle.Milliseconds(), "reason", why)
+		s.m.idleSuspends.WithLabelValues(string(why)).Inc()
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		result = suspendConflict
 		log.Debug("sandbox changed before suspend", "error", err)
@@ -187,7 +198,7 @@ func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandb
 		log.Warn("suspend failed", "error", err)
 	}
 	s.m.suspends.WithLabelValues(result).Inc()
-	s.writeAudit(ctx, "suspend", user, sb.Name, result, "idle_ms", idle.Milliseconds())
+	s.writeAudit(ctx, "suspend", user, sb.Name, result, "idle_ms", idle.Milliseconds(), "reason", string(why))
 	return err == nil
 }
 

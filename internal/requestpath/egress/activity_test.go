@@ -31,8 +31,8 @@ func TestModelCallsAreActivity(t *testing.T) {
 	if first, err := r.ReadString('\n'); err != nil || !strings.Contains(first, `"one"`) {
 		t.Fatalf("first event = %q, %v", first, err)
 	}
-	if en, ok := entry("sb-alice"); !ok || en.InFlight != 1 || en.LastActivity == 0 {
-		t.Fatalf("mid-stream, alice's sandbox = %+v (found %v), want 1 in flight", en, ok)
+	if en, ok := entry("sb-alice"); !ok || en.InFlight != 1 || en.ModelCalls != 1 || en.LastActivity == 0 || en.LastModelCall == 0 {
+		t.Fatalf("mid-stream, alice's sandbox = %+v (found %v), want 1 in flight, a model call", en, ok)
 	}
 	close(e.provider.release)
 	if _, err := io.Copy(io.Discard, r); err != nil {
@@ -40,7 +40,7 @@ func TestModelCallsAreActivity(t *testing.T) {
 	}
 	testkit.Eventually(t, "the stream's end recorded", func() bool {
 		en, ok := entry("sb-alice")
-		return ok && en.InFlight == 0
+		return ok && en.InFlight == 0 && en.ModelCalls == 0
 	})
 
 	if resp := e.call(bobIP, "/openai/no/such/path", `{}`); resp.StatusCode != http.StatusNotFound {

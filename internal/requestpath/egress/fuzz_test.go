@@ -103,3 +103,16 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseBusyFor feeds an agent's busy lengths (untrusted): an accepted
+// one is positive.
+func FuzzParseBusyFor(f *testing.F) {
+	for _, s := range []string{"30m", "1800", "1h30m", "0", "-5m", "", "9999999999999", "1e9", "soon"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := ParseBusyFor(s); err == nil && d <= 0 {
+			t.Fatalf("ParseBusyFor(%q) = %v, accepted", s, d)
+		}
+	})
+}

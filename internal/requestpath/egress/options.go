@@ -24,6 +24,9 @@ const (
 	DefaultDrainTimeout  = 20 * time.Second
 	DefaultWriteTimeout  = 60 * time.Second // as the node proxy's WRITE_TIMEOUT
 	DefaultCallsInFlight = 32
+	// DefaultBusyMax is the longest one busy declaration keeps: an agent
+	// renews it for longer work.
+	DefaultBusyMax = time.Hour
 	// DefaultMaxConnsPerClient is a sandbox's share of connections: an
 	// agent's calls at once, CallsInFlight of them, with room to spare.
 	DefaultMaxConnsPerClient = 64
@@ -39,11 +42,12 @@ type Callers interface {
 }
 
 // Activity is where admitted calls count as their sandbox's activity, as
-// the node proxy counts the requests it proxies; *activity.Tracker is the
-// production one.
+// the node proxy counts the requests it proxies, and where an agent's busy
+// declarations go; *activity.Tracker is the production one.
 type Activity interface {
-	Begin(activity.Key)
-	End(activity.Key)
+	BeginModelCall(activity.Key)
+	EndModelCall(activity.Key)
+	Busy(k activity.Key, until time.Time)
 }
 
 // Options configures a Proxy; main fills it from the settings.
@@ -82,10 +86,13 @@ type Options struct {
 	// Activity, when set, records each admitted call as in flight on the
 	// caller's sandbox from admission to its last byte (a stream
 	// included), so the leader does not suspend an agent at work with no
-	// browser attached. Namespace is the sandboxes' namespace, required
-	// with it.
+	// browser attached, and takes the agents' busy declarations (busy.go);
+	// without it the busy endpoint answers 404. Namespace is the
+	// sandboxes' namespace, required with it.
 	Activity  Activity
 	Namespace string
+	// BusyMax bounds one busy declaration: a longer one is cut to it.
+	BusyMax time.Duration
 	// Dial, when set, replaces the TCP dial to providers (tests).
 	Dial func(addr string) (net.Conn, error)
 	// Now is the clock for budgets; nil is time.Now.
@@ -117,6 +124,9 @@ func (o Options) Validate() error {
 	if o.Activity != nil && o.Namespace == "" {
 		errs = append(errs, errors.New("activity needs the sandboxes' namespace"))
 	}
+	if o.BusyMax < 0 {
+		errs = append(errs, fmt.Errorf("busy max %v is negative", o.BusyMax))
+	}
 	if o.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))
 	}
@@ -141,6 +151,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.CallsInFlight, DefaultCallsInFlight)
 	defaults.Set(&o.MaxConnsPerClient, DefaultMaxConnsPerClient)
 	defaults.Set(&o.DrainTimeout, DefaultDrainTimeout)
+	defaults.Set(&o.BusyMax, DefaultBusyMax)
 	defaults.Clock(&o.Now)
 	defaults.Set(&o.Logger, slog.New(slog.DiscardHandler))
 	defaults.Set(&o.Audit, o.Logger)

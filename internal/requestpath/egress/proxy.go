@@ -198,7 +198,9 @@ type call struct {
 	limits     Limits
 	usage      TokenUsage
 	retryAfter time.Duration
-	finished   bool // finish has run
+	finished   bool      // finish has run
+	busyUntil  time.Time // a busy declaration's end, for its audit line
+	busy       bool      // a busy declaration, not a model call
 }
 
 // charge is what the call costs its user's day: the usage the provider
@@ -226,6 +228,10 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 			p.recovered(ctx, c, r)
 		}
 	}()
+	if string(ctx.Path()) == busyPath {
+		p.serveBusy(ctx, c)
+		return
+	}
 	up, err := p.route(ctx, c)
 	if err == nil {
 		err = p.prepare(ctx, c, up)
@@ -275,6 +281,7 @@ var (
 	errOverBudget  = errors.New("budget spent")
 	errUpstream    = errors.New("provider unreachable")
 	errPanic       = errors.New("handler panicked")
+	errBadBusy     = errors.New("busy declaration refused")
 )
 
 // route identifies the caller, the provider and path, and checks the
@@ -329,7 +336,7 @@ func (p *Proxy) admit(c *call) error {
 	}
 	c.grant, c.admitted = g, true
 	if p.opts.Activity != nil {
-		p.opts.Activity.Begin(p.activityKey(c))
+		p.opts.Activity.BeginModelCall(p.activityKey(c))
 	}
 	return nil
 }
@@ -385,7 +392,7 @@ func (p *Proxy) refuse(ctx *fasthttp.RequestCtx, c *call, err error) {
 		status, outcome, msg = fasthttp.StatusMethodNotAllowed, outcomeBadPath, "method not allowed"
 	case errors.Is(err, errBadPath):
 		status, outcome, msg = fasthttp.StatusNotFound, outcomeBadPath, "path not allowed"
-	case errors.Is(err, errBadBody):
+	case errors.Is(err, errBadBody), errors.Is(err, errBadBusy):
 		status, outcome, msg = fasthttp.StatusBadRequest, outcomeBadBody, err.Error()
 	case errors.Is(err, errStoredState):
 		status, outcome, msg = fasthttp.StatusForbidden, outcomeStoredState, err.Error()
@@ -438,7 +445,7 @@ func (p *Proxy) finish(c *call) {
 		charged = c.charge()
 		p.budgets.settle(c.caller.User, c.grant, charged, c.limits)
 		if p.opts.Activity != nil {
-			p.opts.Activity.End(p.activityKey(c))
+			p.opts.Activity.EndModelCall(p.activityKey(c))
 		}
 	}
 	name := c.provider
@@ -452,10 +459,20 @@ func (p *Proxy) finish(c *call) {
 	if c.usage.Completion > 0 {
 		p.m.tokens.WithLabelValues(name, "completion").Add(float64(c.usage.Completion))
 	}
-	attrs := []any{"action", "egress", "user", c.caller.User, "client", c.client, "provider", c.provider,
+	action := "egress"
+	if c.busy {
+		action = "busy"
+	}
+	attrs := []any{"action", action, "user", c.caller.User, "client", c.client, "provider", c.provider,
 		"path", c.path, "status", c.status, "outcome", c.outcome,
 		"duration_ms", time.Since(c.start).Milliseconds()}
-	if c.caller.User != "" {
+	switch {
+	case c.busy && c.outcome == outcomeOK && c.busyUntil.IsZero():
+		attrs = append(attrs, "sandbox", c.caller.Sandbox, "pod", c.caller.Pod, "busy", "done")
+	case c.busy && c.outcome == outcomeOK:
+		attrs = append(attrs, "sandbox", c.caller.Sandbox, "pod", c.caller.Pod, "busy_until", c.busyUntil.UTC())
+	case c.busy:
+	case c.caller.User != "":
 		today := p.budgets.usage(c.caller.User)
 		attrs = append(attrs, "sandbox", c.caller.Sandbox, "pod", c.caller.Pod,
 			"prompt_tokens", c.usage.Prompt, "completion_tokens", c.usage.Completion, "total_tokens", c.usage.Total,

@@ -77,6 +77,11 @@ type platformOptions struct {
 	// Release is the agent-sandbox release the controller stand-in
 	// behaves as; empty is the recommended one.
 	Release controller.Release
+	// Egress serves each node's egress listener in front of a provider
+	// stand-in (e2e_atwork_test.go), with BusyAllowance the auth API's
+	// BUSY_ALLOWANCE.
+	Egress        bool
+	BusyAllowance time.Duration
 }
 
 // Helpers shared with the package's internal tests (export_test.go).
@@ -112,11 +117,12 @@ const e2eWakeTimeout = 10 * time.Second
 // platformNode is one node's proxy, the shipped assembly, and the informer
 // index it routes with.
 type platformNode struct {
-	name string
-	addr string
-	idx  *informer.Index
-	reg  *prometheus.Registry
-	d    *nodeproxyd.Daemon
+	name   string
+	addr   string
+	egress string // the egress listener, with platformOptions.Egress
+	idx    *informer.Index
+	reg    *prometheus.Registry
+	d      *nodeproxyd.Daemon
 }
 
 // hopsIn is how many hops from another node's proxy n has received with
@@ -156,7 +162,7 @@ func startPlatformWith(t *testing.T, o platformOptions) *platform {
 	p.ns, p.kube, p.sb = env.Sim.NS, env.Sim.Core, env.Sim.SB
 	p.authURLs, p.authURL, p.sweepers = env.AuthURLs, env.AuthURLs[0], env.Sweepers
 	for _, n := range env.Nodes {
-		p.nodes = append(p.nodes, &platformNode{name: n.Name, addr: n.Addr, idx: n.Index, reg: n.Registry, d: n.Daemon})
+		p.nodes = append(p.nodes, &platformNode{name: n.Name, addr: n.Addr, egress: n.Egress, idx: n.Index, reg: n.Registry, d: n.Daemon})
 	}
 	return p
 }
@@ -182,6 +188,10 @@ func (p *platform) options(o platformOptions) platformtest.Options {
 				p.wakePatches.Add(1)
 			}
 		}
+	}
+	if o.Egress {
+		po.EgressProviders, po.EgressKeysDir = startProviderStandin(p.t)
+		po.BusyAllowance = o.BusyAllowance
 	}
 	if o.Subdomain {
 		po.Mode, po.UserDomain, po.EntryCodeTTL = userorigin.Subdomain, e2eUserDomain, e2eEntryCodeTTL

@@ -325,7 +325,7 @@ const trackerResolution = 50 * time.Millisecond
 func (p *platform) leaderIdle(sandbox string) (lastActive, suspendAt time.Time, ok bool) {
 	sb := &agents.Sandbox{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: sandbox}}
 	for _, s := range p.sweepers {
-		if v := s.Idle(sb, time.Now()); v.Exact {
+		if v := s.Idle(nil, sb, time.Now()); v.Exact {
 			return v.LastActive, v.At, true
 		}
 	}

@@ -41,7 +41,7 @@ func newEgress(e EgressConfig, t clientTimeouts, idx *informer.Index, act egress
 		Default:      egress.Limits{RequestsPerMinute: e.RequestsPerMinute, TokensPerDay: int64(e.TokensPerDay)},
 		MaxBodyBytes: e.MaxBodyKB << 10, MaxConnsPerClient: e.MaxConnsPerClient,
 		HeaderTimeout: t.header, IdleTimeout: t.keepAlive, WriteTimeout: t.write,
-		Callers: callers, Activity: act, Namespace: namespace,
+		Callers: callers, Activity: act, Namespace: namespace, BusyMax: e.BusyMax,
 		Logger: log, Audit: slog.New(infoAlways{log.Handler()}), Registerer: reg,
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/sandgate/sandgate/internal/requestpath/egress"
 	"github.com/sandgate/sandgate/internal/settings"
@@ -23,13 +24,14 @@ type EgressConfig struct {
 	TokensPerDay      int
 	MaxBodyKB         int
 	MaxConnsPerClient int
+	BusyMax           time.Duration
 }
 
 func egressDefaults() EgressConfig {
 	return EgressConfig{
 		Addr: ":8090", KeysDir: "/etc/sandgate/provider-keys",
 		RequestsPerMinute: 60, TokensPerDay: 2_000_000, MaxBodyKB: egress.DefaultMaxBodyBytes >> 10,
-		MaxConnsPerClient: egress.DefaultMaxConnsPerClient,
+		MaxConnsPerClient: egress.DefaultMaxConnsPerClient, BusyMax: egress.DefaultBusyMax,
 	}
 }
 
@@ -42,6 +44,7 @@ func (e *EgressConfig) settings() []settings.Setting {
 		settings.Var("egress-requests-per-minute", "EGRESS_REQUESTS_PER_MINUTE", "each user's provider calls per minute unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.RequestsPerMinute)),
 		settings.Var("egress-tokens-per-day", "EGRESS_TOKENS_PER_DAY", "each user's provider tokens per UTC day unless the limits file says otherwise; 0 is unlimited", settings.Int(&e.TokensPerDay)),
 		settings.Var("egress-max-body-kb", "EGRESS_MAX_BODY_KB", "largest provider call body (413 past it)", settings.Int(&e.MaxBodyKB)),
+		settings.Var("egress-busy-max", "EGRESS_BUSY_MAX", "longest busy declaration an agent can send at once on EGRESS_ADDR/_sandgate/busy (a longer one is cut to it; the auth API's BUSY_ALLOWANCE bounds the day)", settings.Duration(&e.BusyMax)),
 		settings.Var("egress-max-conns-per-client", "EGRESS_MAX_CONNS_PER_CLIENT", "connections one sandbox address may hold open to the egress listener; past it a new one is closed at once", settings.Int(&e.MaxConnsPerClient)),
 	}
 }
@@ -74,6 +77,9 @@ func (e EgressConfig) validate(others ...string) []error {
 	}
 	if e.MaxConnsPerClient < 1 || e.MaxConnsPerClient > 4096 {
 		errs = append(errs, fmt.Errorf("EGRESS_MAX_CONNS_PER_CLIENT %d must be 1-4096", e.MaxConnsPerClient))
+	}
+	if e.BusyMax <= 0 {
+		errs = append(errs, fmt.Errorf("EGRESS_BUSY_MAX %v must be positive", e.BusyMax))
 	}
 	if e.MaxBodyKB < 1 {
 		errs = append(errs, fmt.Errorf("EGRESS_MAX_BODY_KB %d must be at least 1", e.MaxBodyKB))

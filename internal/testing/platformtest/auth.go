@@ -38,6 +38,7 @@ func (p *Platform) startAuth(t *testing.T, r int, o Options, logger *slog.Logger
 		c.IdleTimeout, c.ReportInterval = IdleTimeout, ReportInterval
 	}
 	c.IdleCountsOpenConnections = o.IdleCountsOpenConnections
+	override(&c.BusyAllowance, o.BusyAllowance)
 	deps := authapid.Deps{
 		Logger: logger.With("process", name), Kube: p.Sim.Core, Sandboxes: p.Sim.SB,
 		SweepApart: !o.Sweep, Now: o.AuthClock,

@@ -29,6 +29,7 @@ type Node struct {
 	Name     string
 	Addr     string // its proxy listener, host:port
 	Ops      string // its ops listener
+	Egress   string // its egress listener, with Options.EgressProviders
 	Index    *informer.Index
 	Registry *prometheus.Registry
 	Daemon   *nodeproxyd.Daemon
@@ -54,6 +55,10 @@ func (p *Platform) startNodes(t *testing.T, o Options, logger *slog.Logger) {
 		if o.Mode == userorigin.Subdomain {
 			c.PublicOrigin = o.PublicOrigin(port)
 		}
+		if o.EgressProviders != "" {
+			c.Egress.Providers, c.Egress.KeysDir = o.EgressProviders, o.EgressKeysDir
+			c.Egress.Addr = net.JoinHostPort(kubelet.NodeIP(name), "0")
+		}
 		if err := c.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +67,7 @@ func (p *Platform) startNodes(t *testing.T, o Options, logger *slog.Logger) {
 		}); err != nil {
 			t.Fatalf("assemble %s's node proxy: %v", n.Name, err)
 		}
-		n.Index, n.Ops = n.Daemon.Index(), n.Daemon.OpsAddr()
+		n.Index, n.Ops, n.Egress = n.Daemon.Index(), n.Daemon.OpsAddr(), n.Daemon.EgressAddr()
 		testkit.Run(t, n.Name+"'s node proxy", n.Daemon.Run)
 		p.Nodes = append(p.Nodes, n)
 	}

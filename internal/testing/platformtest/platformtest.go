@@ -45,6 +45,12 @@ type Options struct {
 	// IdleCountsOpenConnections is the auth API's
 	// IDLE_COUNTS_OPEN_CONNECTIONS.
 	IdleCountsOpenConnections bool
+	// BusyAllowance is the auth API's BUSY_ALLOWANCE.
+	BusyAllowance time.Duration
+	// EgressProviders and EgressKeysDir, when set, are the node proxies'
+	// EGRESS_PROVIDERS and EGRESS_KEYS_DIR: each serves the egress
+	// listener on its node's InternalIP (Node.Egress).
+	EgressProviders, EgressKeysDir string
 	// AllowedServiceAccounts is the auth API's
 	// INTERNAL_ALLOWED_SERVICE_ACCOUNTS; empty is the node proxies' own
 	// ServiceAccount. Without it the auth API refuses their internal calls

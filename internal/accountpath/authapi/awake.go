@@ -1,0 +1,116 @@
+package authapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
+)
+
+var suspendNowPatch = []byte(`{"spec":{"operatingMode":"` + string(agents.OperatingModeSuspended) + `"}}`)
+
+// keepAwakeAnswer is the JSON answer to a keep-awake or a suspend-now.
+type keepAwakeAnswer struct {
+	User           string     `json:"user"`
+	KeepAwakeUntil *time.Time `json:"keep_awake_until"`
+	Suspended      bool       `json:"suspended"`
+}
+
+// handleKeepAwake: the owner holds the idle rule off for KeepAwake from
+// now (the claim's keep-awake annotation, which every replica and the
+// leader read); pressing it again starts the time afresh.
+func (s *Server) handleKeepAwake(w http.ResponseWriter, r *http.Request) {
+	_, a, err := s.pathOwner(w, r, "keeping awake the agent of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	until := s.opts.Now().Add(s.opts.KeepAwake).UTC().Truncate(time.Second)
+	if err := s.claims.setKeepAwake(r.Context(), a.User, until.Format(time.RFC3339)); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	noteAudit(r, "until", until)
+	s.log.Info("agent kept awake", "user", a.User, "until", until)
+	s.actionDone(w, r, keepAwakeAnswer{User: a.User, KeepAwakeUntil: &until})
+}
+
+// handleSuspendNow: the owner suspends their agent at once (it wakes on
+// their next request, as after an idle suspend) and any keep-awake ends.
+func (s *Server) handleSuspendNow(w http.ResponseWriter, r *http.Request) {
+	_, a, err := s.pathOwner(w, r, "suspending the agent of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, c, ok := s.claims.accountOf(a.User)
+	if !ok || sandboxOf(c) == "" {
+		s.fail(w, r, fmt.Errorf("%w: user %s has no sandbox", ErrNoAccount, a.User))
+		return
+	}
+	sb, err := s.claims.sandboxes.Get(r.Context(), sandboxOf(c), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && !ownedBy(sb, c):
+		s.fail(w, r, fmt.Errorf("%w: sandbox %s", ErrNoAccount, sandboxOf(c)))
+		return
+	case err != nil:
+		s.fail(w, r, fmt.Errorf("get sandbox: %w: %w", ErrUnavailable, err))
+		return
+	}
+	if err := s.claims.setKeepAwake(r.Context(), a.User, ""); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	patched := sb.Spec.OperatingMode != agents.OperatingModeSuspended
+	if patched {
+		if _, err := s.claims.sandboxes.Patch(r.Context(), sb.Name, types.MergePatchType, suspendNowPatch, metav1.PatchOptions{}); err != nil {
+			s.fail(w, r, fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err))
+			return
+		}
+		s.log.Info("sandbox suspended by its owner", "user", a.User, "sandbox", sb.Name)
+	}
+	noteAudit(r, "sandbox", sb.Name, "result", map[bool]string{true: "patched", false: "suspended"}[patched])
+	s.actionDone(w, r, keepAwakeAnswer{User: a.User, Suspended: true})
+}
+
+// setKeepAwake writes user's keep-awake annotation; "" removes it.
+func (s *claimStore) setKeepAwake(ctx context.Context, user, value string) error {
+	_, c, ok := s.accountOf(user)
+	if !ok {
+		return fmt.Errorf("%w: user %s", ErrNoAccount, user)
+	}
+	if c.Annotations[account.AnnotationKeepAwakeUntil] == value {
+		return nil
+	}
+	var v any = value
+	if value == "" {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{account.AnnotationKeepAwakeUntil: v}}})
+	if err != nil {
+		return err
+	}
+	if _, err := s.claims.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch claim: %w: %w", ErrUnavailable, err)
+	}
+	s.waitAnnotation(ctx, c.Name, account.AnnotationKeepAwakeUntil, value)
+	return nil
+}
+
+// actionDone ends an account page action: a browser goes back to its
+// account page, other clients get the answer.
+func (s *Server) actionDone(w http.ResponseWriter, r *http.Request, answer keepAwakeAnswer) {
+	if browser(r) {
+		seeOther(w, r, "/")
+		return
+	}
+	writeJSON(w, http.StatusOK, answer)
+}
