@@ -81,27 +81,78 @@ func (s *Server) handleSuspendNow(w http.ResponseWriter, r *http.Request) {
 	s.actionDone(w, r, keepAwakeAnswer{User: a.User, Suspended: true})
 }
 
+// handleWakeSchedule: the owner sets when their agent is woken before they
+// arrive (at HH:MM UTC, once, daily or on weekdays), or clears it (repeat
+// never); the leader wakes it then.
+func (s *Server) handleWakeSchedule(w http.ResponseWriter, r *http.Request) {
+	in, a, err := s.pathOwner(w, r, "setting the wake schedule of")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	value := ""
+	if in.Repeat != "never" {
+		sched, err := wakeScheduleOf(in, s.opts.Now())
+		if err != nil {
+			s.fail(w, r, badRequest("%v", err))
+			return
+		}
+		value = sched.String()
+	}
+	if err := s.claims.setAnnotation(r.Context(), a.User, account.AnnotationWakeSchedule, value); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	noteAudit(r, "schedule", value)
+	s.log.Info("wake schedule set", "user", a.User, "schedule", value)
+	if browser(r) {
+		seeOther(w, r, "/")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"user": a.User, "wake_schedule": value})
+}
+
+// wakeScheduleOf reads a schedule form: once means the next at after now.
+func wakeScheduleOf(in input, now time.Time) (account.WakeSchedule, error) {
+	at, err := account.ParseTimeOfDay(in.At)
+	if err != nil {
+		return account.WakeSchedule{}, err
+	}
+	switch in.Repeat {
+	case account.RepeatDaily, account.RepeatWeekdays:
+		return account.WakeSchedule{Repeat: in.Repeat, At: at}, nil
+	case account.RepeatOnce:
+		return account.WakeSchedule{Repeat: in.Repeat, At: account.WakeSchedule{Repeat: account.RepeatDaily, At: at}.Next(now)}, nil
+	}
+	return account.WakeSchedule{}, fmt.Errorf("%w: repeat is once, daily, weekdays or never", account.ErrInvalidSchedule)
+}
+
 // setKeepAwake writes user's keep-awake annotation; "" removes it.
 func (s *claimStore) setKeepAwake(ctx context.Context, user, value string) error {
+	return s.setAnnotation(ctx, user, account.AnnotationKeepAwakeUntil, value)
+}
+
+// setAnnotation writes annotation key of user's claim; "" removes it.
+func (s *claimStore) setAnnotation(ctx context.Context, user, key, value string) error {
 	_, c, ok := s.accountOf(user)
 	if !ok {
 		return fmt.Errorf("%w: user %s", ErrNoAccount, user)
 	}
-	if c.Annotations[account.AnnotationKeepAwakeUntil] == value {
+	if c.Annotations[key] == value {
 		return nil
 	}
 	var v any = value
 	if value == "" {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{account.AnnotationKeepAwakeUntil: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
 	if err != nil {
 		return err
 	}
 	if _, err := s.claims.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch claim: %w: %w", ErrUnavailable, err)
 	}
-	s.waitAnnotation(ctx, c.Name, account.AnnotationKeepAwakeUntil, value)
+	s.waitAnnotation(ctx, c.Name, key, value)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package authapi
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,53 @@ func TestKeepAwakeAndSuspendNow(t *testing.T) {
 	}
 	if sb, err := e.sb.Sandboxes(e.ns).Get(t.Context(), sandboxOf(bob), metav1.GetOptions{}); err != nil || sb.Spec.OperatingMode == agents.OperatingModeSuspended {
 		t.Errorf("bob's sandbox: %v %v, want it running", err, sb.Spec.OperatingMode)
+	}
+}
+
+// TestWakeSchedule: the owner sets a wake schedule (a time of day in UTC,
+// once, daily or on weekdays), which the claim keeps and the account page
+// shows, and clears it; bad times and repeats are refused with 400.
+func TestWakeSchedule(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	now := time.Date(2026, 12, 11, 9, 0, 0, 0, time.UTC) // a Friday
+	in := e.start(t, func(o *Options) { o.Now = func() time.Time { return now } })
+	token, ck := in.signupJSON(t, "alice")
+	bearer := map[string]string{"Authorization": "Bearer " + token}
+	schedule := func() string {
+		t.Helper()
+		c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Annotations[account.AnnotationWakeSchedule]
+	}
+	for _, tc := range []struct{ json, want string }{
+		{`{"at":"08:30","repeat":"weekdays"}`, "weekdays 08:30"},
+		{`{"at":"07:15","repeat":"daily"}`, "daily 07:15"},
+		{`{"at":"08:30","repeat":"once"}`, "once 2026-12-12T08:30Z"},
+		{`{"at":"10:00","repeat":"once"}`, "once 2026-12-11T10:00Z"},
+	} {
+		if resp, body := in.do(t, req{method: "POST", path: "/users/alice/wake-schedule", json: tc.json, header: bearer}); resp.StatusCode != http.StatusOK || schedule() != tc.want {
+			t.Errorf("%s = %d %s, schedule %q; want %q", tc.json, resp.StatusCode, body, schedule(), tc.want)
+		}
+	}
+	for _, bad := range []string{`{"at":"25:00","repeat":"daily"}`, `{"at":"8am","repeat":"daily"}`, `{"at":"08:30","repeat":"hourly"}`, `{"repeat":"daily"}`} {
+		if resp, body := in.do(t, req{method: "POST", path: "/users/alice/wake-schedule", json: bad, header: bearer}); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s = %d %s, want 400", bad, resp.StatusCode, body)
+		}
+	}
+	if got := schedule(); got != "once 2026-12-11T10:00Z" {
+		t.Fatalf("refused schedules changed it to %q", got)
+	}
+	resp, page := in.do(t, req{method: "GET", path: "/", cookies: []*http.Cookie{ck}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "<dt>Wakes</dt><dd>once; next 2026-12-11 10:00 UTC (1 h from now)</dd>") ||
+		!strings.Contains(page, `<option value="once" selected>`) || !strings.Contains(page, `value="10:00"`) {
+		t.Fatalf("account page does not show the schedule: %d\n%s", resp.StatusCode, page)
+	}
+	resp, body := in.do(t, req{method: "POST", path: "/users/alice/wake-schedule", cookies: []*http.Cookie{ck}, header: in.origin(),
+		form: map[string][]string{"repeat": {"never"}}})
+	if resp.StatusCode != http.StatusSeeOther || schedule() != "" {
+		t.Fatalf("clear by the page's form = %d %s, schedule %q", resp.StatusCode, body, schedule())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -45,10 +46,26 @@ func (s *Server) agentFacts(ctx context.Context, c *extensions.SandboxClaim, sta
 			facts = append(facts, [2]string{"Suspended since", when(t, now)})
 		}
 	}
+	if w, ok := account.WakeScheduleOf(c); ok {
+		if next := w.Next(now); !next.IsZero() {
+			facts = append(facts, [2]string{"Wakes", describeSchedule(w) + "; next " + when(next, now)})
+		}
+	}
 	if size := workspaceSize(sb); size != "" {
 		facts = append(facts, [2]string{"Workspace", size})
 	}
 	return facts
+}
+
+// describeSchedule says a wake schedule for people.
+func describeSchedule(w account.WakeSchedule) string {
+	switch w.Repeat {
+	case account.RepeatDaily:
+		return "every day at " + w.At.Format("15:04") + " UTC"
+	case account.RepeatWeekdays:
+		return "Monday to Friday at " + w.At.Format("15:04") + " UTC"
+	}
+	return "once"
 }
 
 // runningSince is when the agent started running for its user: the

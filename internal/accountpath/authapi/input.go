@@ -18,6 +18,10 @@ type input struct {
 	Invite  string `json:"invite"`
 	Token   string `json:"token"`
 	Confirm string `json:"confirm"`
+	// At and Repeat are a wake schedule's time of day (HH:MM, UTC) and
+	// repeat (once, daily, weekdays, or never to clear it).
+	At     string `json:"at"`
+	Repeat string `json:"repeat"`
 	// Next is the sign-in form's deep link (nextOf bounds it), not read
 	// from JSON.
 	Next string `json:"-"`
@@ -75,6 +79,8 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 			Token:   r.PostFormValue("token"),
 			Confirm: r.PostFormValue("confirm"),
 			Next:    r.PostFormValue("next"),
+			At:      r.PostFormValue("at"),
+			Repeat:  r.PostFormValue("repeat"),
 		}
 	case "":
 		n, err := io.Copy(io.Discard, r.Body)
@@ -87,7 +93,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 	default:
 		return input{}, fmt.Errorf("%w: %s", ErrUnsupportedMedia, media)
 	}
-	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm} {
+	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm, in.At, in.Repeat} {
 		if len(f) > maxFieldLen {
 			return input{}, badRequest("a field is longer than %d bytes", maxFieldLen)
 		}

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/sandgate/sandgate/internal/account"
 	"html/template"
 	"net/http"
 	"time"
@@ -31,6 +32,9 @@ type pageData struct {
 	Facts [][2]string
 	// KeepAwake is how long the account page's keep-awake lasts.
 	KeepAwake string
+	// WakeAt and WakeRepeat fill the wake schedule form: the schedule's
+	// time of day and repeat, empty without one.
+	WakeAt, WakeRepeat string
 	// Signup and Login are the anonymous landing page's forms as a
 	// refusal shows them again.
 	Signup, Login formState
@@ -97,6 +101,9 @@ func (s *Server) handleLanding(w http.ResponseWriter, r *http.Request) {
 		d.State = s.claims.state(r.Context(), sess.claim)
 		d.Facts = s.agentFacts(r.Context(), sess.claim, d.State)
 		d.KeepAwake = span(s.opts.KeepAwake)
+		if w, ok := account.WakeScheduleOf(sess.claim); ok && !w.Next(s.opts.Now()).IsZero() {
+			d.WakeAt, d.WakeRepeat = w.At.UTC().Format("15:04"), w.Repeat
+		}
 		d.AgentURL = agentPath(d.User)
 		d.Refresh = d.State == StateWaking || d.State == StateFailed
 	case errors.Is(err, ErrNoSession) && s.hasSessionCookie(r):

@@ -104,6 +104,7 @@ func (s *Server) routes() {
 	pub.Handle("POST /users/{user}/logout", s.route("logout_everywhere", s.handleLogoutEverywhere))
 	pub.Handle("POST /users/{user}/keep-awake", s.route("keep_awake", s.handleKeepAwake))
 	pub.Handle("POST /users/{user}/suspend", s.route("suspend_now", s.handleSuspendNow))
+	pub.Handle("POST /users/{user}/wake-schedule", s.route("wake_schedule", s.handleWakeSchedule))
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
 		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))

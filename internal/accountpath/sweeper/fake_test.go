@@ -32,6 +32,7 @@ type fakeCluster struct {
 	sandboxes map[string]*agents.Sandbox
 	claims    []*extensions.SandboxClaim
 	patches   []string      // names, in order
+	wakes     []string      // names woken, in order
 	block     chan struct{} // when set, Suspend waits for it, ignoring ctx
 }
 
@@ -127,6 +128,47 @@ func (f *fakeCluster) Suspend(_ context.Context, name, rv string) error {
 	f.sandboxes[name] = s
 	f.patches = append(f.patches, name)
 	return nil
+}
+
+func (f *fakeCluster) Wake(_ context.Context, name, rv string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sandboxes[name]
+	gr := schema.GroupResource{Group: agents.GroupVersion.Group, Resource: "sandboxes"}
+	switch {
+	case s == nil:
+		return apierrors.NewNotFound(gr, name)
+	case s.ResourceVersion != rv:
+		return apierrors.NewConflict(gr, name, fmt.Errorf("resourceVersion %s, not %s", s.ResourceVersion, rv))
+	}
+	s = s.DeepCopy()
+	s.Spec.OperatingMode = agents.OperatingModeRunning
+	s.ResourceVersion = f.nextRV()
+	f.sandboxes[name] = s
+	f.wakes = append(f.wakes, name)
+	return nil
+}
+
+// annotate sets an annotation on claim name.
+func (f *fakeCluster) annotate(name, key, value string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, c := range f.claims {
+		if c.Name == name {
+			c = c.DeepCopy()
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[key] = value
+			f.claims[i] = c
+		}
+	}
+}
+
+func (f *fakeCluster) woken() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.wakes)
 }
 
 func (f *fakeCluster) patched() []string {

@@ -35,6 +35,9 @@ type metrics struct {
 	// idleSuspends counts the suspends that succeeded, label reason: the
 	// idle rule's (idle, allowance-used).
 	idleSuspends *prometheus.CounterVec
+	// scheduledWakes counts wakes on their owners' schedules, label result:
+	// ok, conflict, error.
+	scheduledWakes *prometheus.CounterVec
 	// busyUsed counts the busy allowance used: seconds agents were kept
 	// awake past their idle deadline by their busy declarations alone.
 	busyUsed prometheus.Counter
@@ -61,6 +64,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		idleSuspends: s.CounterVec(prometheus.CounterOpts{
 			Name: "idle_suspends_total", Help: "Sandboxes the leader suspended, by the idle rule's reason (allowance-used: still declared busy, but its owner's daily busy allowance was spent).",
 		}, []string{"reason"}, metricset.Each(string(ReasonIdle), string(ReasonAllowanceUsed))...),
+		scheduledWakes: s.CounterVec(prometheus.CounterOpts{
+			Name: "scheduled_wakes_total", Help: "Suspended sandboxes the leader woke on their owners' wake schedules, by result (conflict: the Sandbox changed first).",
+		}, []string{"result"}, metricset.Each(suspendOK, suspendConflict, suspendError)...),
 		busyUsed: s.Counter(prometheus.CounterOpts{
 			Name: "busy_allowance_used_seconds_total", Help: "Seconds agents were kept awake past their idle deadline only by their busy declarations (BUSY_ALLOWANCE is the daily allowance per user).",
 		}),

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -21,10 +22,11 @@ type lister interface {
 	Claims() []*extensions.SandboxClaim
 }
 
-// patcher suspends one Sandbox, failing with a conflict when it is no
-// longer at resourceVersion.
+// patcher suspends or wakes one Sandbox, failing with a conflict when it is
+// no longer at resourceVersion.
 type patcher interface {
 	Suspend(ctx context.Context, name, resourceVersion string) error
+	Wake(ctx context.Context, name, resourceVersion string) error
 }
 
 // caches lists from the sweeper's two informers.
@@ -57,11 +59,16 @@ func listOf[T any](inf cache.SharedIndexInformer) []T {
 }
 
 // slimMeta keeps the metadata the rules read, of the annotations only
-// annotation.
-func slimMeta(m metav1.ObjectMeta, annotation string) metav1.ObjectMeta {
+// those named.
+func slimMeta(m metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
 	var kept map[string]string
-	if v, ok := m.Annotations[annotation]; ok {
-		kept = map[string]string{annotation: v}
+	for _, a := range annotations {
+		if v, ok := m.Annotations[a]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(annotations))
+			}
+			kept[a] = v
+		}
 	}
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
@@ -79,20 +86,21 @@ func slimSandbox(sb *agents.Sandbox) any {
 	}
 }
 
-// slimClaim keeps the managed-by label and what points at the Sandbox.
+// slimClaim keeps the managed-by label, what points at the Sandbox and the
+// owner's keep-awake and wake schedule.
 func slimClaim(c *extensions.SandboxClaim) any {
 	return &extensions.SandboxClaim{
-		ObjectMeta: slimMeta(c.ObjectMeta, extensions.AnnotationSandboxName),
+		ObjectMeta: slimMeta(c.ObjectMeta, extensions.AnnotationSandboxName, account.AnnotationKeepAwakeUntil, account.AnnotationWakeSchedule),
 		Status:     extensions.SandboxClaimStatus{Sandbox: extensions.ClaimedSandbox{Name: c.Status.Sandbox.Name}},
 	}
 }
 
-// clientPatcher suspends through the API server.
+// clientPatcher suspends and wakes through the API server.
 type clientPatcher struct{ c SandboxClient }
 
-// suspendPatch is the merge patch body; the resourceVersion makes it
+// modePatch is the merge patch body; the resourceVersion makes it
 // conditional.
-type suspendPatch struct {
+type modePatch struct {
 	Metadata struct {
 		ResourceVersion string `json:"resourceVersion"`
 	} `json:"metadata"`
@@ -102,12 +110,20 @@ type suspendPatch struct {
 }
 
 func (p clientPatcher) Suspend(ctx context.Context, name, resourceVersion string) error {
-	var body suspendPatch
+	return p.mode(ctx, name, resourceVersion, agents.OperatingModeSuspended)
+}
+
+func (p clientPatcher) Wake(ctx context.Context, name, resourceVersion string) error {
+	return p.mode(ctx, name, resourceVersion, agents.OperatingModeRunning)
+}
+
+func (p clientPatcher) mode(ctx context.Context, name, resourceVersion string, mode agents.OperatingMode) error {
+	var body modePatch
 	body.Metadata.ResourceVersion = resourceVersion
-	body.Spec.OperatingMode = agents.OperatingModeSuspended
+	body.Spec.OperatingMode = mode
 	data, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("encode suspend patch: %w", err)
+		return fmt.Errorf("encode mode patch: %w", err)
 	}
 	if _, err := p.c.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patch sandbox %s: %w", name, err)

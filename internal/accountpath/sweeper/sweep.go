@@ -28,6 +28,9 @@ type sweepState struct {
 	invalid map[activity.Key]time.Time
 	// allow is the busy time each user's agent used today.
 	allow *allowances
+	// swept is when the previous sweep ran: wake schedules fire for the
+	// moments since.
+	swept time.Time
 }
 
 type seenAt struct {
@@ -113,8 +116,18 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 	defer st.retain(live, now)
 	defer s.agg.Retain(func(k activity.Key) bool { return live[k] }, now)
 	lagging := s.agg.Lagging(now)
+	since := st.swept
+	if since.IsZero() {
+		since = now.Add(-s.opts.SweepInterval)
+	}
+	st.swept = now
 	for _, sb := range sandboxes {
 		k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
+		if suspended(sb) && own.managed(sb) {
+			if until, ok := t.mayAct(time.Now()); ok {
+				s.wakeOnSchedule(ctx, until, sb, own.claim(sb), since, now)
+			}
+		}
 		if !running(sb) || !own.managed(sb) {
 			st.seen.drop(k)
 			delete(st.patched, k)

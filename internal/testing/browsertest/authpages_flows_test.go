@@ -94,6 +94,41 @@ func TestAuthPages(t *testing.T) {
 		return until(ctx, "the 404 page's words", `document.title === 'Page not found' && document.querySelector('main p.muted').textContent === 'sandgate'`)
 	})
 	s.checkPage("404 page")
+	s.do("account page: awake, with its controls", agentTimeout, func(ctx context.Context) error {
+		return openLanding(ctx, s, "the account page of a Ready agent with keep-awake and suspend-now", s.landingSignedIn(user)+`
+  && document.querySelector('.state-Ready')
+  && document.querySelector('form[action="/users/erin/keep-awake"] button').textContent === 'Keep awake for 1 h'
+  && document.querySelector('form[action="/users/erin/suspend"] button')`)
+	})
+	s.checkPage("account page")
+	s.do("keep awake", stepTimeout, func(ctx context.Context) error {
+		if err := click(ctx, `form[action="/users/erin/keep-awake"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the account page again, the suspension no earlier than an hour from now", s.landingSignedIn(user)+`
+  && [...document.querySelectorAll('dt')].some(dt => dt.textContent === 'Suspends' && /not before .*\(1 h from now\)|\(59 min from now\)/.test(dt.nextElementSibling.textContent))`)
+	})
+	s.do("suspend now", agentTimeout, func(ctx context.Context) error {
+		if err := click(ctx, `form[action="/users/erin/suspend"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the account page again, the agent suspended, its controls gone", s.landingSignedIn(user)+`
+  && document.querySelector('.state-Suspended') && !document.querySelector('form[action="/users/erin/suspend"]')`)
+	})
+	s.checkPage("account page, suspended")
+	s.do("wake schedule", stepTimeout, func(ctx context.Context) error {
+		if _, err := eval[bool](ctx, `(() => { document.querySelector('#wake-at').value = '07:45';
+  document.querySelector('#wake-repeat').value = 'daily'; return true; })()`); err != nil {
+			return err
+		}
+		if err := click(ctx, `form[action="/users/erin/wake-schedule"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the account page again with the schedule shown and kept in the form", s.landingSignedIn(user)+`
+  && [...document.querySelectorAll('dt')].some(dt => dt.textContent === 'Wakes' && dt.nextElementSibling.textContent.startsWith('every day at 07:45 UTC; next '))
+  && document.querySelector('#wake-at').value === '07:45' && document.querySelector('#wake-repeat').value === 'daily'`)
+	})
+	s.checkPage("account page with a wake schedule")
 
 	other := newSession(t, browser, p, dir, "anonymous")
 	other.do("signup of a taken name", stepTimeout, func(ctx context.Context) error {

@@ -273,3 +273,31 @@ func TestAppEnv(t *testing.T) {
 		})
 	}
 }
+
+// agentAtWork has a's agent call the provider stand-in through the egress
+// Service for longer than IDLE_TIMEOUT with no browser request, as an
+// agent working on its own does, and fails if its sandbox is suspended
+// meanwhile. It returns when the last call ended.
+func (j *journey) agentAtWork(a account, p *providerStandin, d time.Duration) time.Time {
+	j.t.Helper()
+	pod := j.sandboxPod(a)
+	c := j.attachProbe(clusterinstall.SandboxNamespace, pod)
+	base := j.podEnv(pod, p.key)["OPENAI_BASE_URL"]
+	start, last, calls := time.Now(), time.Time{}, 0
+	pace := time.NewTicker(idleTimeout / 4)
+	defer pace.Stop()
+	for ; time.Since(start) < d; <-pace.C {
+		out, err := j.kubectlWithin(30*time.Second, "-n", clusterinstall.SandboxNamespace, "exec", pod, "-c", c, "--",
+			"timeout", "20", "wget", "-q", "-O", "-", "--header", "Content-Type: application/json",
+			"--post-data", `{"model":"standin","messages":[{"role":"user","content":"go on"}]}`, base+"/chat/completions")
+		if err != nil || !strings.Contains(out, standinAnswer) {
+			j.t.Fatalf("%s's model call %d: %v %.300s", a.user, calls+1, err, out)
+		}
+		last, calls = time.Now(), calls+1
+		if m := j.sandboxMode(a); m != "Running" {
+			j.t.Fatalf("%s's sandbox is %s %v into its model calls (IDLE_TIMEOUT %v), want Running", a.user, m, time.Since(start).Round(time.Second), idleTimeout)
+		}
+	}
+	j.t.Logf("%s's agent made %d model calls over %v with no browser request, and stayed Running", a.user, calls, last.Sub(start).Round(time.Second))
+	return last
+}

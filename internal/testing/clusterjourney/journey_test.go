@@ -86,10 +86,16 @@ func TestJourney(t *testing.T) {
 	resp, body = j.do(pod, http.MethodPost, "/u/carol/api/messages", `{"text":"carol's workspace"}`, c.api(j, pod, "application/json"))
 	j.expect(resp, body, http.StatusCreated, "carol posts a message")
 
-	done = j.step("idle suspend by the leader")
+	done = j.step("idle suspend by the leader, while an agent calling the model through the egress Service stays Running")
 	last := time.Now()
+	lastCall := j.agentAtWork(c, provider, idleTimeout+5*reportInterval)
 	j.waitSuspended(a, idleTimeout+8*reportInterval+60*time.Second)
-	t.Logf("suspended %s after the last request (IDLE_TIMEOUT %s)", time.Since(last).Round(time.Millisecond), idleTimeout)
+	t.Logf("alice seen suspended %s after her last request, once carol's calls ended (IDLE_TIMEOUT %s)", time.Since(last).Round(time.Millisecond), idleTimeout)
+	done()
+
+	done = j.step("the agent suspended once its model calls stop")
+	j.waitSuspended(c, idleTimeout+8*reportInterval+60*time.Second)
+	t.Logf("carol suspended %s after her agent's last model call (IDLE_TIMEOUT %s)", time.Since(lastCall).Round(time.Millisecond), idleTimeout)
 	done()
 
 	done = j.step("wake on the next request, workspace data intact")
