@@ -114,18 +114,9 @@ func (f *fakeCluster) Suspend(_ context.Context, name, rv string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.sandboxes[name]
-	gr := schema.GroupResource{Group: agents.GroupVersion.Group, Resource: "sandboxes"}
-	switch {
-	case s == nil:
-		return apierrors.NewNotFound(gr, name)
-	case s.ResourceVersion != rv:
-		return apierrors.NewConflict(gr, name, fmt.Errorf("resourceVersion %s, not %s", s.ResourceVersion, rv))
+	if err := f.setModeAt(name, rv, agents.OperatingModeSuspended); err != nil {
+		return err
 	}
-	s = s.DeepCopy()
-	s.Spec.OperatingMode = agents.OperatingModeSuspended
-	s.ResourceVersion = f.nextRV()
-	f.sandboxes[name] = s
 	f.patches = append(f.patches, name)
 	return nil
 }
@@ -133,6 +124,16 @@ func (f *fakeCluster) Suspend(_ context.Context, name, rv string) error {
 func (f *fakeCluster) Wake(_ context.Context, name, rv string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.setModeAt(name, rv, agents.OperatingModeRunning); err != nil {
+		return err
+	}
+	f.wakes = append(f.wakes, name)
+	return nil
+}
+
+// setModeAt sets the mode of Sandbox name if it is still at rv, as a
+// conditional patch would; f.mu is held.
+func (f *fakeCluster) setModeAt(name, rv string, m agents.OperatingMode) error {
 	s := f.sandboxes[name]
 	gr := schema.GroupResource{Group: agents.GroupVersion.Group, Resource: "sandboxes"}
 	switch {
@@ -142,10 +143,9 @@ func (f *fakeCluster) Wake(_ context.Context, name, rv string) error {
 		return apierrors.NewConflict(gr, name, fmt.Errorf("resourceVersion %s, not %s", s.ResourceVersion, rv))
 	}
 	s = s.DeepCopy()
-	s.Spec.OperatingMode = agents.OperatingModeRunning
+	s.Spec.OperatingMode = m
 	s.ResourceVersion = f.nextRV()
 	f.sandboxes[name] = s
-	f.wakes = append(f.wakes, name)
 	return nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
@@ -20,22 +18,9 @@ func (s *Sweeper) wakeOnSchedule(ctx context.Context, until time.Time, sb *agent
 	if !ok || !w.Due(since, now) {
 		return
 	}
-	ctx, cancel := context.WithDeadline(ctx, until)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
-	defer cancelTimeout()
-	err := s.patch.Wake(ctx, sb.Name, sb.ResourceVersion)
-	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name, "schedule", w.String())
-	result := suspendOK
-	switch {
-	case err == nil:
-		log.Info("woke sandbox on its owner's schedule")
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		result = suspendConflict
-		log.Debug("sandbox changed before its scheduled wake", "error", err)
-	default:
-		result = suspendError
-		log.Warn("scheduled wake failed", "error", err)
+	result, err := s.setMode(ctx, until, sb, "scheduled wake", s.patch.Wake)
+	if err == nil {
+		s.log.Info("woke sandbox on its owner's schedule", "namespace", sb.Namespace, "sandbox", sb.Name, "schedule", w.String())
 	}
 	s.m.scheduledWakes.WithLabelValues(result).Inc()
 	s.writeAudit(ctx, "scheduled_wake", userOf(c), sb.Name, result, "schedule", w.String())

@@ -189,30 +189,40 @@ func forget[V any](m map[activity.Key]V, gone func(activity.Key) bool) {
 	maps.DeleteFunc(m, func(k activity.Key, _ V) bool { return gone(k) })
 }
 
-// suspend patches sb to Suspended, conditional on its resourceVersion, with
-// until (the end of the term's certain leadership) as deadline.
+// suspend patches sb to Suspended (setMode) and records it.
 func (s *Sweeper) suspend(ctx context.Context, until time.Time, sb *agents.Sandbox, user string, why Reason, idle time.Duration) bool {
-	ctx, cancel := context.WithDeadline(ctx, until)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
-	defer cancelTimeout()
-	err := s.patch.Suspend(ctx, sb.Name, sb.ResourceVersion)
-	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name)
-	result := suspendOK
-	switch {
-	case err == nil:
-		log.Info("suspended idle sandbox", "idle_ms", idle.Milliseconds(), "reason", why)
+	result, err := s.setMode(ctx, until, sb, "suspend", s.patch.Suspend)
+	if err == nil {
+		s.log.Info("suspended idle sandbox", "namespace", sb.Namespace, "sandbox", sb.Name, "idle_ms", idle.Milliseconds(), "reason", why)
 		s.m.idleSuspends.WithLabelValues(string(why)).Inc()
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		result = suspendConflict
-		log.Debug("sandbox changed before suspend", "error", err)
-	default:
-		result = suspendError
-		log.Warn("suspend failed", "error", err)
 	}
 	s.m.suspends.WithLabelValues(result).Inc()
 	s.writeAudit(ctx, "suspend", user, sb.Name, result, "idle_ms", idle.Milliseconds(), "reason", string(why))
 	return err == nil
+}
+
+// setMode patches sb's operating mode with patch (the patcher's Suspend or
+// Wake), conditional on its resourceVersion, with until (the end of the
+// term's certain leadership) as deadline, and returns the result's label:
+// ok, conflict (the Sandbox changed first) or error. what names the
+// action in the log.
+func (s *Sweeper) setMode(ctx context.Context, until time.Time, sb *agents.Sandbox, what string, patch func(ctx context.Context, name, resourceVersion string) error) (string, error) {
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, s.opts.PatchTimeout)
+	defer cancelTimeout()
+	err := patch(ctx, sb.Name, sb.ResourceVersion)
+	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name)
+	switch {
+	case err == nil:
+		return suspendOK, nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		log.Debug("sandbox changed before "+what, "error", err)
+		return suspendConflict, err
+	default:
+		log.Warn(what+" failed", "error", err)
+		return suspendError, err
+	}
 }
 
 // running: spec.operatingMode is Running (unset defaults to it) and the
