@@ -320,8 +320,8 @@ upstream-crds:
 # Then the real cluster's part runs in the background at low priority beside
 # the integration tests (both mostly wait: on API servers, browsers, nodes):
 # what only it needs (node binaries, containerd, add-ons, images) is built,
-# then the journey runs. The fuzz and bench smoke follow the integration
-# tests, in the background too, the fuzz on one worker.
+# then the journey runs. The fuzz (on one worker) and bench smoke run in the
+# background too, at the lowest priority, on the CPU the others leave.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
@@ -344,9 +344,9 @@ test: ## run every test (unit, integration on a real API server, browser, fuzz s
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
 	@.ci/background start cluster bash -c '$(STEP) cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images && $(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster'
+	@NICE=19 .ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-test.parallel=1 && $(MAKE) --no-print-directory bench-smoke'
 	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
 	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
-	@.ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-test.parallel=1 && $(MAKE) --no-print-directory bench-smoke'
 	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/ and the fuzz and bench smoke"
 	@.ci/background wait cluster $(OR_STOP)
 	@.ci/background wait fuzz-and-bench-smoke
