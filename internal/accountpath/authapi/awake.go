@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -17,8 +16,8 @@ import (
 
 var suspendNowPatch = []byte(`{"spec":{"operatingMode":"` + string(agents.OperatingModeSuspended) + `"}}`)
 
-// keepAwakeAnswer is the JSON answer to a keep-awake or a suspend-now.
-type keepAwakeAnswer struct {
+// awakeAnswer is the JSON answer to a keep-awake or a suspend-now.
+type awakeAnswer struct {
 	User           string     `json:"user"`
 	KeepAwakeUntil *time.Time `json:"keep_awake_until"`
 	Suspended      bool       `json:"suspended"`
@@ -40,7 +39,7 @@ func (s *Server) handleKeepAwake(w http.ResponseWriter, r *http.Request) {
 	}
 	noteAudit(r, "until", until)
 	s.log.Info("agent kept awake", "user", a.User, "until", until)
-	s.actionDone(w, r, keepAwakeAnswer{User: a.User, KeepAwakeUntil: &until})
+	s.actionDone(w, r, awakeAnswer{User: a.User, KeepAwakeUntil: &until})
 }
 
 // handleSuspendNow: the owner suspends their agent at once (it wakes on
@@ -52,17 +51,13 @@ func (s *Server) handleSuspendNow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, c, ok := s.claims.accountOf(a.User)
-	if !ok || sandboxOf(c) == "" {
-		s.fail(w, r, fmt.Errorf("%w: user %s has no sandbox", ErrNoAccount, a.User))
+	if !ok {
+		s.fail(w, r, fmt.Errorf("%w: user %s", ErrNoAccount, a.User))
 		return
 	}
-	sb, err := s.claims.sandboxes.Get(r.Context(), sandboxOf(c), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) || err == nil && !ownedBy(sb, c):
-		s.fail(w, r, fmt.Errorf("%w: sandbox %s", ErrNoAccount, sandboxOf(c)))
-		return
-	case err != nil:
-		s.fail(w, r, fmt.Errorf("get sandbox: %w: %w", ErrUnavailable, err))
+	sb, err := s.claims.sandboxOf(r.Context(), c)
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	if err := s.claims.setKeepAwake(r.Context(), a.User, ""); err != nil {
@@ -78,7 +73,7 @@ func (s *Server) handleSuspendNow(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("sandbox suspended by its owner", "user", a.User, "sandbox", sb.Name)
 	}
 	noteAudit(r, "sandbox", sb.Name, "result", map[bool]string{true: "patched", false: "suspended"}[patched])
-	s.actionDone(w, r, keepAwakeAnswer{User: a.User, Suspended: true})
+	s.actionDone(w, r, awakeAnswer{User: a.User, Suspended: true})
 }
 
 // handleWakeSchedule: the owner sets when their agent is woken before they
@@ -105,11 +100,7 @@ func (s *Server) handleWakeSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	noteAudit(r, "schedule", value)
 	s.log.Info("wake schedule set", "user", a.User, "schedule", value)
-	if browser(r) {
-		seeOther(w, r, "/")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"user": a.User, "wake_schedule": value})
+	s.actionDone(w, r, map[string]string{"user": a.User, "wake_schedule": value})
 }
 
 // wakeScheduleOf reads a schedule form: once means the next at after now.
@@ -158,7 +149,7 @@ func (s *claimStore) setAnnotation(ctx context.Context, user, key, value string)
 
 // actionDone ends an account page action: a browser goes back to its
 // account page, other clients get the answer.
-func (s *Server) actionDone(w http.ResponseWriter, r *http.Request, answer keepAwakeAnswer) {
+func (s *Server) actionDone(w http.ResponseWriter, r *http.Request, answer any) {
 	if browser(r) {
 		seeOther(w, r, "/")
 		return

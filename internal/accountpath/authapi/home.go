@@ -96,11 +96,10 @@ func (s *Server) suspendFacts(c *extensions.SandboxClaim, sb *agents.Sandbox, no
 	}
 	after := "after " + span(v.IdleTimeout) + " without use"
 	if !v.Exact {
-		elsewhere := after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"
 		if v.At.After(now) {
-			elsewhere = after + ", not before " + when(v.At, now) + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"
+			after += ", not before " + when(v.At, now)
 		}
-		return append(facts, [2]string{"Suspends", elsewhere})
+		return append(facts, [2]string{"Suspends", after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
 	}
 	around := "around " + when(v.At, now)
 	var awake, suspends string

@@ -1,6 +1,8 @@
 package authapi
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -69,18 +71,12 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, out) // the controller is still binding one; it starts Running
 		return
 	}
-	sb, err := s.claims.sandboxes.Get(r.Context(), out.Sandbox, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
-		s.fail(w, r, fmt.Errorf("%w: sandbox %s", ErrNoAccount, out.Sandbox))
-		return
-	case err != nil:
-		s.fail(w, r, fmt.Errorf("get sandbox: %w: %w", ErrUnavailable, err))
-		return
-	case !ownedBy(sb, c):
-		s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
-		s.fail(w, r, fmt.Errorf("%w: sandbox %s is not the claim's", ErrNoAccount, out.Sandbox))
+	sb, err := s.claims.sandboxOf(r.Context(), c)
+	if err != nil {
+		if errors.Is(err, ErrNoAccount) {
+			s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
+		}
+		s.fail(w, r, err)
 		return
 	}
 	if sb.Spec.OperatingMode == agents.OperatingModeSuspended {
@@ -125,6 +121,25 @@ func (s *Server) wakeTarget(req wakeRequest) (*extensions.SandboxClaim, error) {
 		return c, nil
 	}
 	return nil, fmt.Errorf("%w: sandbox %s", ErrNoAccount, req.Sandbox)
+}
+
+// sandboxOf reads the Sandbox claim c is bound to: ErrNoAccount when it
+// is bound to none, is gone, or belongs to another claim.
+func (s *claimStore) sandboxOf(ctx context.Context, c *extensions.SandboxClaim) (*agents.Sandbox, error) {
+	name := sandboxOf(c)
+	if name == "" {
+		return nil, fmt.Errorf("%w: claim %s has no sandbox", ErrNoAccount, c.Name)
+	}
+	sb, err := s.sandboxes.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%w: sandbox %s", ErrNoAccount, name)
+	case err != nil:
+		return nil, fmt.Errorf("get sandbox: %w: %w", ErrUnavailable, err)
+	case !ownedBy(sb, c):
+		return nil, fmt.Errorf("%w: sandbox %s is not the claim's", ErrNoAccount, name)
+	}
+	return sb, nil
 }
 
 // sandboxOf names the Sandbox a claim is bound to, or "".

@@ -8,9 +8,9 @@ import (
 
 // Label values; nothing else is ever used.
 const (
-	suspendOK       = "ok"
-	suspendConflict = "conflict"
-	suspendError    = "error"
+	patchOK       = "ok"
+	patchConflict = "conflict"
+	patchError    = "error"
 
 	reportAccepted = "accepted"
 
@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		suspends: s.CounterVec(prometheus.CounterOpts{
 			Name: "suspends_total", Help: "Suspend patches sent by the leader, by result (conflict: the Sandbox changed since the decision).",
-		}, []string{"result"}, metricset.Each(suspendOK, suspendConflict, suspendError)...),
+		}, []string{"result"}, metricset.Each(patchOK, patchConflict, patchError)...),
 		reports: s.CounterVec(prometheus.CounterOpts{
 			Name: "reports_total", Help: "Activity reports offered to this replica, by result (not_leader: to be forwarded).",
 		}, []string{"result"}, metricset.Each(reportAccepted, reportNotLeader)...),
@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}, metricset.Each(string(ReasonIdle), string(ReasonAllowanceUsed))...),
 		scheduledWakes: s.CounterVec(prometheus.CounterOpts{
 			Name: "scheduled_wakes_total", Help: "Suspended sandboxes the leader woke on their owners' wake schedules, by result (conflict: the Sandbox changed first).",
-		}, []string{"result"}, metricset.Each(suspendOK, suspendConflict, suspendError)...),
+		}, []string{"result"}, metricset.Each(patchOK, patchConflict, patchError)...),
 		busyUsed: s.Counter(prometheus.CounterOpts{
 			Name: "busy_allowance_used_seconds_total", Help: "Seconds agents were kept awake past their idle deadline only by their busy declarations (BUSY_ALLOWANCE is the daily allowance per user).",
 		}),

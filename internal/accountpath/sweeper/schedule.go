@@ -13,9 +13,13 @@ import (
 // wake schedule has a moment in (since, now], so the agent is warm when
 // they arrive. The wake is an idle rule input like any other: the sandbox
 // is then Ready since now and is suspended IdleTimeout later if unused.
-func (s *Sweeper) wakeOnSchedule(ctx context.Context, until time.Time, sb *agents.Sandbox, c *extensions.SandboxClaim, since, now time.Time) {
+func (s *Sweeper) wakeOnSchedule(ctx context.Context, t *term, sb *agents.Sandbox, c *extensions.SandboxClaim, since, now time.Time) {
 	w, ok := account.WakeScheduleOf(c)
 	if !ok || !w.Due(since, now) {
+		return
+	}
+	until, ok := t.mayAct(time.Now())
+	if !ok {
 		return
 	}
 	result, err := s.setMode(ctx, until, sb, "scheduled wake", s.patch.Wake)

@@ -123,12 +123,11 @@ func (s *Sweeper) sweep(ctx context.Context, t *term, st *sweepState, now time.T
 	st.swept = now
 	for _, sb := range sandboxes {
 		k := activity.Key{Namespace: sb.Namespace, Name: sb.Name}
-		if suspended(sb) && own.managed(sb) {
-			if until, ok := t.mayAct(time.Now()); ok {
-				s.wakeOnSchedule(ctx, until, sb, own.claim(sb), since, now)
-			}
+		managed := own.managed(sb)
+		if managed && suspended(sb) {
+			s.wakeOnSchedule(ctx, t, sb, own.claim(sb), since, now)
 		}
-		if !running(sb) || !own.managed(sb) {
+		if !running(sb) || !managed {
 			st.seen.drop(k)
 			delete(st.patched, k)
 			continue
@@ -215,13 +214,13 @@ func (s *Sweeper) setMode(ctx context.Context, until time.Time, sb *agents.Sandb
 	log := s.log.With("namespace", sb.Namespace, "sandbox", sb.Name)
 	switch {
 	case err == nil:
-		return suspendOK, nil
+		return patchOK, nil
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 		log.Debug("sandbox changed before "+what, "error", err)
-		return suspendConflict, err
+		return patchConflict, err
 	default:
 		log.Warn(what+" failed", "error", err)
-		return suspendError, err
+		return patchError, err
 	}
 }
 

@@ -71,7 +71,7 @@ func TestIdleSandboxSuspendedAfterIdleTimeout(t *testing.T) {
 		}
 		at(start, time.Hour)
 		expectPatches(t, f, "an hour later", "pool-a")
-		if n := testutil.ToFloat64(s.m.suspends.WithLabelValues(suspendOK)); n != 1 {
+		if n := testutil.ToFloat64(s.m.suspends.WithLabelValues(patchOK)); n != 1 {
 			t.Errorf("suspends metric %v, want 1", n)
 		}
 	})
@@ -273,7 +273,7 @@ func TestConflictDoesNotSuspend(t *testing.T) {
 		defer stop()
 		at(start, o.IdleTimeout+o.SweepInterval)
 		expectPatches(t, f, "with a stale cache")
-		if n := testutil.ToFloat64(s.m.suspends.WithLabelValues(suspendConflict)); n == 0 {
+		if n := testutil.ToFloat64(s.m.suspends.WithLabelValues(patchConflict)); n == 0 {
 			t.Error("no conflict counted")
 		}
 	})
