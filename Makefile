@@ -38,8 +38,7 @@ INTEGRATION_P ?= 3
 # target with a bare "context deadline exceeded" at the end of a -fuzztime
 # duration on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME     ?= 10000x
-# More test binary flags for each fuzz target: make test passes
-# -test.parallel=1, one worker, as the fuzz smoke runs beside the journey.
+# More test binary flags for each fuzz target, such as -test.parallel=1.
 FUZZFLAGS    ?=
 # How many make test runs in a row test-under-load wants.
 RUNS         ?= 5
@@ -52,10 +51,13 @@ KUBE_LDFLAGS := -s -w \
   -X k8s.io/client-go/pkg/version.gitMajor=1 \
   -X k8s.io/client-go/pkg/version.gitMinor=$(KUBE_MINOR)
 
-# Every tools module builds static with -trimpath, the same flags for all:
-# with the dependency versions they share kept equal (tools/versions_test.go),
-# the build cache compiles client-go, grpc, otel and the rest once for all.
-TOOLS_BUILD  := CGO_ENABLED=0 $(GO) build -trimpath
+# Every binary builds static with -trimpath, the same flags for all: the
+# tools modules (with the dependency versions they share kept equal,
+# tools/versions_test.go), sandgate's commands, the images, the bench and the
+# binaries tests build (internal/gobuild). So the build cache compiles
+# client-go, grpc, otel and the rest once for all, and -trimpath keys
+# sandgate's own packages by module path, so a fresh clone reuses them.
+GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
 
 # Stamps named by the tools modules' go.sum contents, so a fresh clone (new
 # file times) reuses the cache and a version bump rebuilds.
@@ -74,7 +76,7 @@ help: ## list the targets
 
 .PHONY: build
 build: ## build the sandgate binaries into bin/
-	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
+	$(GO_BUILD) -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
 
 # Container images without Docker: static binaries, then one reproducible
 # docker-archive tarball per image for `ctr -n k8s.io images import`, tagged
@@ -91,7 +93,7 @@ KUBEROUTER_BIN ?= $(BIN_DIR)/kube-router
 .PHONY: static
 static: ## static CGO_ENABLED=0 binaries for the images into bin/static
 	@mkdir -p bin/static
-	$(TOOLS_BUILD) -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
+	$(GO_BUILD) -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/static/ $(addprefix ./cmd/,$(STATIC_CMDS))
 
 .PHONY: busybox-static
 busybox-static: ## install Debian's busybox-static for the busybox image when it is missing (needs root)
@@ -104,7 +106,7 @@ busybox-static: ## install Debian's busybox-static for the busybox image when it
 
 .PHONY: images
 images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
-	$(GO) build -o bin/ ./cmd/sandgate-images
+	$(GO_BUILD) -o bin/ ./cmd/sandgate-images
 	./bin/sandgate-images --bin-dir bin/static --out-dir bin/images --version $(VERSION) \
 	  --revision "$$(git rev-parse HEAD 2>/dev/null || true)" \
 	  $$(for b in coredns=$(COREDNS_BIN) kube-network-policies=$(NETPOL_BIN) kube-router=$(KUBEROUTER_BIN); do \
@@ -113,7 +115,7 @@ images: static busybox-static ## OCI image tarballs into bin/images (no Docker)
 .PHONY: demo
 demo: controlplane ## run the local platform until Ctrl-C: kube-apiserver + etcd, simulated 2-node cluster, auth API, node proxies
 	@echo ">> building the demo, the auth API and the node proxy"
-	$(GO) build -o bin/ ./cmd/sandgate-demo ./cmd/authapi ./cmd/nodeproxy
+	$(GO_BUILD) -o bin/ ./cmd/sandgate-demo ./cmd/authapi ./cmd/nodeproxy
 	./bin/sandgate-demo $(if $(CRDS_GIVEN),--crds $(AGENT_SANDBOX_CRDS)) $(DEMO_FLAGS)
 
 .PHONY: controlplane
@@ -124,14 +126,14 @@ $(KUBE_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-apiserver and kubectl $(KUBE_VERSION) from the Go module proxy into $(BIN_DIR)"
 	@echo ">> a cold build takes about 7 minutes on 2 cores; later runs reuse the binaries"
-	@start=$$(date +%s); cd tools/kube && $(TOOLS_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	@start=$$(date +%s); cd tools/kube && $(GO_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
 	  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl 2>&1 | \
 	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
 	@touch $@
 
 $(NODES_STAMP): $(KUBE_STAMP)
 	@echo ">> building kubelet, kube-proxy, kube-controller-manager and kube-scheduler $(KUBE_VERSION) into $(BIN_DIR)"
-	@start=$$(date +%s); cd tools/kube && $(TOOLS_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
+	@start=$$(date +%s); cd tools/kube && $(GO_BUILD) -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN_DIR)/ \
 	  k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy \
 	  k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler 2>&1 | \
 	  awk -v s=$$start '{ n++ } n % 200 == 0 { printf ">> kube nodes: %d packages compiled (%ds)\n", n, systime()-s; fflush() } /^#|\.go:[0-9]/ { print }'
@@ -140,7 +142,7 @@ $(NODES_STAMP): $(KUBE_STAMP)
 $(ETCD_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building etcd from the Go module proxy into $(BIN_DIR)"
-	cd tools/etcd && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/etcd .
+	cd tools/etcd && $(GO_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/etcd .
 	@touch $@
 
 # Node and cluster add-on binaries for the real two-node cluster, each from its
@@ -176,30 +178,30 @@ cluster-tools: $(CONTAINERD_STAMP) $(COREDNS_STAMP) $(LOCALPATH_STAMP) policy-en
 # when the nodes come up, and only that enforcer is built.
 .PHONY: policy-enforcer
 policy-enforcer: ## build the NetworkPolicy enforcer this kernel runs (sandgate-cluster enforcer; root)
-	@$(GO) build -o bin/ ./cmd/sandgate-cluster
+	@$(GO_BUILD) -o bin/ ./cmd/sandgate-cluster
 	@e=$$(./bin/sandgate-cluster enforcer); echo ">> NetworkPolicy enforcer for this kernel: $$e (the other is not built)"; \
 	  case $$e in kube-router) $(MAKE) --no-print-directory $(KUBEROUTER_STAMP);; *) $(MAKE) --no-print-directory $(NETPOL_STAMP);; esac
 
 $(CONTAINERD_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building containerd, ctr and containerd-shim-runc-v2 $(CONTAINERD_VERSION) into $(BIN_DIR)"
-	cd tools/containerd && $(TOOLS_BUILD) -tags "$(CONTAINERD_TAGS)" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	cd tools/containerd && $(GO_BUILD) -tags "$(CONTAINERD_TAGS)" -ldflags "$(CONTAINERD_LDFLAGS)" \
 	  -o $(BIN_DIR)/ github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr
-	cd tools/containerd && $(TOOLS_BUILD) -tags "$(CONTAINERD_TAGS) no_grpc" -ldflags "$(CONTAINERD_LDFLAGS)" \
+	cd tools/containerd && $(GO_BUILD) -tags "$(CONTAINERD_TAGS) no_grpc" -ldflags "$(CONTAINERD_LDFLAGS)" \
 	  -o $(BIN_DIR)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 	@touch $@
 
 $(COREDNS_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building CoreDNS $(COREDNS_VERSION) (cluster DNS plugins only, no forward) into $(BIN_DIR)"
-	cd tools/coredns && $(TOOLS_BUILD) \
+	cd tools/coredns && $(GO_BUILD) \
 	  -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$(COREDNS_VERSION)" -o $(BIN_DIR)/coredns .
 	@touch $@
 
 $(NETPOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-network-policies $(NETPOL_VERSION) (the NetworkPolicy enforcer) into $(BIN_DIR)"
-	cd tools/netpol && $(TOOLS_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
+	cd tools/netpol && $(GO_BUILD) -ldflags "-s -w" -o $(BIN_DIR)/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
 	@touch $@
 
 .PHONY: promtool
@@ -208,7 +210,7 @@ promtool: $(PROMTOOL_STAMP) ## build Prometheus' promtool (checks and unit-tests
 $(PROMTOOL_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building promtool (Prometheus $(PROMTOOL_VERSION), tags $(PROMTOOL_TAGS)) into $(BIN_DIR)"
-	cd tools/promtool && $(TOOLS_BUILD) -tags "$(PROMTOOL_TAGS)" -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
+	cd tools/promtool && $(GO_BUILD) -tags "$(PROMTOOL_TAGS)" -ldflags "-s -w" -o $(BIN_DIR)/promtool github.com/prometheus/prometheus/cmd/promtool
 	@touch $@
 
 # Helm v4 for the chart tests (charts/sandgate: helm lint, helm template
@@ -223,7 +225,7 @@ helm: $(HELM_STAMP) ## build Helm (lints and renders charts/sandgate) into the c
 $(HELM_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building helm $(HELM_VERSION) into $(BIN_DIR)"
-	cd tools/helm && $(TOOLS_BUILD) -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
+	cd tools/helm && $(GO_BUILD) -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
 	  -o $(BIN_DIR)/helm helm.sh/helm/v4/cmd/helm
 	@touch $@
 
@@ -242,7 +244,7 @@ oauth2-proxy: $(OAUTH2PROXY_STAMP) ## build oauth2-proxy and the OIDC provider s
 $(OAUTH2PROXY_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building oauth2-proxy $(OAUTH2PROXY_VERSION) and mockoidc-standin into $(BIN_DIR)"
-	cd tools/oauth2proxy && $(TOOLS_BUILD) \
+	cd tools/oauth2proxy && $(GO_BUILD) \
 	  -ldflags "-s -w -X github.com/oauth2-proxy/oauth2-proxy/v7/pkg/version.VERSION=$(OAUTH2PROXY_VERSION)" \
 	  -o $(BIN_DIR)/ github.com/oauth2-proxy/oauth2-proxy/v7 ./mockoidc-standin
 	@touch $@
@@ -250,7 +252,7 @@ $(OAUTH2PROXY_STAMP):
 $(KUBEROUTER_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building kube-router $(KUBEROUTER_VERSION) (the NetworkPolicy enforcer where nftables cannot queue) into $(BIN_DIR)"
-	cd tools/kuberouter && $(TOOLS_BUILD) \
+	cd tools/kuberouter && $(GO_BUILD) \
 	  -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$(KUBEROUTER_VERSION)" \
 	  -o $(BIN_DIR)/kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
 	@touch $@
@@ -258,7 +260,7 @@ $(KUBEROUTER_STAMP):
 $(LOCALPATH_STAMP):
 	@mkdir -p $(BIN_DIR)
 	@echo ">> building local-path-provisioner $(LOCALPATH_VERSION) into $(BIN_DIR)"
-	cd tools/localpath && $(TOOLS_BUILD) -ldflags "-s -w -X main.VERSION=$(LOCALPATH_VERSION)" \
+	cd tools/localpath && $(GO_BUILD) -ldflags "-s -w -X main.VERSION=$(LOCALPATH_VERSION)" \
 	  -o $(BIN_DIR)/local-path-provisioner github.com/rancher/local-path-provisioner
 	@touch $@
 
@@ -266,7 +268,7 @@ CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(call sumof,tools/codegen/go.sum)
 $(CONTROLLER_GEN):
 	@mkdir -p $(dir $@)
 	@echo ">> building controller-gen"
-	cd tools/codegen && $(TOOLS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd tools/codegen && $(GO_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## regenerate deepcopy functions and CRDs from internal/sandboxapi
@@ -320,8 +322,11 @@ upstream-crds:
 # Then the real cluster's part runs in the background at low priority beside
 # the integration tests (both mostly wait: on API servers, browsers, nodes):
 # what only it needs (node binaries, containerd, add-ons, images) is built,
-# then the journey runs. The fuzz (on one worker) and bench smoke run in the
-# background too, at the lowest priority, on the CPU the others leave.
+# then the journey runs. The bench smoke runs in the background too, at the
+# lowest priority, on the CPU the others leave. Every fuzz target's seeds and
+# stored corpus run with the unit and integration tests; the fuzzing itself
+# (make fuzz) is not part of make test: its instrumented build is a second
+# compile of every dependency, 14 CPU-minutes cold, for 10,000 inputs a target.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
@@ -329,7 +334,7 @@ STEP := .ci/step
 OR_STOP = || { rc=$$?; .ci/background stop; exit $$rc; }
 
 .PHONY: test
-test: ## run every test (unit, integration on a real API server, browser, fuzz smoke, the journey on a real cluster), then the table of each step's time
+test: ## run every test (unit, integration on a real API server, browser, bench smoke, the journey on a real cluster), then the table of each step's time
 	@rm -f $(STEP_TIMES)
 	@$(STEP) lint $(MAKE) --no-print-directory lint
 	@$(STEP) upstream-crds $(MAKE) --no-print-directory upstream-crds
@@ -344,12 +349,12 @@ test: ## run every test (unit, integration on a real API server, browser, fuzz s
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages
 	@.ci/background start cluster bash -c '$(STEP) cluster-build $(MAKE) --no-print-directory $(NODES_STAMP) cluster-tools images && $(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster'
-	@NICE=19 .ci/background start fuzz-and-bench-smoke bash -c '$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME) FUZZFLAGS=-test.parallel=1 && $(MAKE) --no-print-directory bench-smoke'
+	@NICE=19 .ci/background start bench-smoke $(MAKE) --no-print-directory bench-smoke
 	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
 	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
-	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/ and the fuzz and bench smoke"
+	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/ and the bench smoke"
 	@.ci/background wait cluster $(OR_STOP)
-	@.ci/background wait fuzz-and-bench-smoke
+	@.ci/background wait bench-smoke
 	@$(STEP) --table
 
 .PHONY: test-under-load
@@ -362,7 +367,7 @@ test-under-load: ## make test RUNS times in a row (default 5) with a busy loop o
 # for every package just to list them. Each package's instrumented test
 # binary is linked once and runs each of its targets in the package's
 # folder (where testdata/fuzz is), with the corpus go test would use.
-fuzz: ## run every fuzz target for FUZZTIME each
+fuzz: ## fuzz every fuzz target for FUZZTIME each (not in make test, which runs their seeds and corpus)
 	@mkdir -p bin/fuzz
 	@cache=$$($(GO) env GOCACHE)/fuzz; \
 	$(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}} {{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}{{end}}' ./... | \
@@ -381,15 +386,15 @@ fuzz: ## run every fuzz target for FUZZTIME each
 .PHONY: bench
 bench: controlplane ## measure data path, sessions, scale, growth and lifecycle into bench/RESULTS.md (about 10 min; not in make test)
 	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
-	$(GO) build -o bin/sandgate-bench ./bench
+	$(GO_BUILD) -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -out bench/RESULTS.md $(BENCH_FLAGS)
 
 .PHONY: bench-smoke
 bench-smoke: ## every bench way for about a second, results checked for shape, not speed (under a minute)
 	@echo ">> bench smoke: every way of the bench once, checked for shape"
-	$(GO) build -o bin/sandgate-bench ./bench
+	$(GO_BUILD) -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -smoke
-	$(GO) run ./bench/egress -smoke
+	CGO_ENABLED=0 $(GO) run -trimpath ./bench/egress -smoke
 
 .PHONY: clean
 clean: ## remove build outputs (the control-plane cache stays)
@@ -414,15 +419,15 @@ cluster-packages: ## install runc, the CNI plugins, iptables, ipset, nftables, i
 
 .PHONY: cluster
 cluster: $(CLUSTER_DEPS) ## run a real 2-node cluster (kubelet, containerd, CNI, kube-proxy, CoreDNS) with sandgate installed from manifests/, until Ctrl-C (root)
-	$(GO) build -o bin/ ./cmd/sandgate-cluster
+	$(GO_BUILD) -o bin/ ./cmd/sandgate-cluster
 	./bin/sandgate-cluster up --version $(VERSION) $(if $(CRDS_GIVEN),,--crds manifests/crds) $(CLUSTER_FLAGS)
 
 .PHONY: cluster-down
 cluster-down: ## remove everything a killed `make cluster` left (processes, namespaces, mounts, links, rules)
-	$(GO) build -o bin/ ./cmd/sandgate-cluster
+	$(GO_BUILD) -o bin/ ./cmd/sandgate-cluster
 	./bin/sandgate-cluster down
 
 .PHONY: e2e-cluster
 e2e-cluster: upstream-crds $(CLUSTER_DEPS) $(HELM_STAMP) ## the user journey on a real 2-node cluster deployed from manifests/, then the Helm chart on the same nodes (root, about 15 min)
-	$(GO) build -o bin/ ./cmd/sandgate-cluster
-	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS) $(GO) test -count=1 -v -timeout 40m ./internal/testing/clusterjourney
+	$(GO_BUILD) -o bin/ ./cmd/sandgate-cluster
+	SANDGATE_CLUSTER_JOURNEY=1 VERSION=$(VERSION) AGENT_SANDBOX_CRDS=$(AGENT_SANDBOX_CRDS) CGO_ENABLED=0 $(GO) test -trimpath -count=1 -v -timeout 40m ./internal/testing/clusterjourney

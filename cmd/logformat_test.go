@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandgate/sandgate/internal/gobuild"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -52,11 +53,11 @@ func TestStderrIsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	bins := logBinaries(t, kubeconfig)
-	args := []string{"build", "-o", bin + string(filepath.Separator)}
+	var pkgs []string
 	for name := range bins {
-		args = append(args, "./"+name)
+		pkgs = append(pkgs, "./"+name)
 	}
-	if out, err := exec.CommandContext(t.Context(), "go", args...).CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(t.Context(), "", bin, pkgs...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for name, env := range bins {

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sandgate/sandgate/internal/gobuild"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/testing/clustertest"
@@ -121,8 +122,7 @@ func startDemo(t *testing.T) *demo {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "./cmd/sandgate-demo", "./cmd/authapi", "./cmd/nodeproxy")
-	build.Dir = root
+	build := gobuild.Command(t.Context(), root, bin, "./cmd/sandgate-demo", "./cmd/authapi", "./cmd/nodeproxy")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/gobuild"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -207,7 +207,7 @@ func locateBinaries(ctx context.Context, dir string, stdout io.Writer) (authapi,
 		return authapi, nodeproxy, nil
 	}
 	fmt.Fprintf(stdout, ">> building %s into %s\n", strings.Join(missing, " "), dir)
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + "/"}, missing...)...)
+	cmd := gobuild.Command(ctx, "", dir, missing...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("build %s: %w: %s", strings.Join(missing, " "), err, out)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sandgate/sandgate/internal/gobuild"
 )
 
 // helpCache holds each binary's --help output, built once per test run:
@@ -33,8 +35,7 @@ func helpText(t *testing.T, bin string) string {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", dir, "./cmd/"+bin)
-	build.Dir = root
+	build := gobuild.Command(t.Context(), root, dir, "./cmd/"+bin)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/%s: %v\n%s", bin, err, out)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/accountpath/authapi"
 	"github.com/sandgate/sandgate/internal/clustertools/controlplane"
+	"github.com/sandgate/sandgate/internal/gobuild"
 	"github.com/sandgate/sandgate/internal/testing/clustertest"
 	"github.com/sandgate/sandgate/internal/testing/sim/simtest"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -84,8 +85,7 @@ func buildCommands(t *testing.T, dir string) (authAPI, nodeProxy, preflight stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/authapi", "./cmd/nodeproxy", "./cmd/sandgate-preflight")
-	cmd.Dir = root
+	cmd := gobuild.Command(t.Context(), root, dir, "./cmd/authapi", "./cmd/nodeproxy", "./cmd/sandgate-preflight")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the commands: %v\n%s", err, out)
 	}
