@@ -140,3 +140,21 @@ func TestValidateUser(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceGatewayClaims is docs/operations.md's migration: a claim the
+// reference gateway made (its marker an annotation) is no account until it
+// gets the two labels, and then it is the same account with the same token.
+func TestReferenceGatewayClaims(t *testing.T) {
+	c := claim(nil, map[string]string{LabelManagedBy: ManagedByValue, AnnotationTokenHash: goodHash()})
+	if _, err := FromClaim(c); !errors.Is(err, ErrInvalidClaim) {
+		t.Fatalf("a reference gateway's claim: err = %v, want ErrInvalidClaim", err)
+	}
+	c.Labels = map[string]string{LabelManagedBy: ManagedByValue, LabelUser: strings.TrimPrefix(c.Name, "dsh-")}
+	a, err := FromClaim(c)
+	if err != nil {
+		t.Fatalf("labelled: %v", err)
+	}
+	if a.User != "bob" || !a.TokenMatches("secret") {
+		t.Errorf("labelled: user %q, token matches %v; want bob, true", a.User, a.TokenMatches("secret"))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/testing/apidoc"
 	"github.com/sandgate/sandgate/internal/userorigin"
 	"github.com/sandgate/sandgate/internal/webpage"
 )
@@ -56,6 +57,10 @@ func TestErrorPagesForNavigations(t *testing.T) {
 	h.addUser("carol", "node-a")
 	h.dir.edit("carol", func(e *informer.Entry) { e.Route = informer.Route{State: informer.StateInvalid, Sandbox: "sb-carol"} })
 	carol := cookie(h.session("carol"))
+	doc, err := apidoc.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name, path, cookie string
@@ -93,6 +98,9 @@ func TestErrorPagesForNavigations(t *testing.T) {
 			plainCode := tc.code
 			if tc.code == 403 {
 				plainCode = 401 // API clients keep the reference design's answer
+				if err := doc.Differs("GET /u/<user>/", plainCode, tc.code); err != nil {
+					t.Error(err)
+				}
 			}
 			for name, h2 := range map[string]map[string]string{
 				"API client":   {"Accept": "application/json"},

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// alertRule is what the README's alert table says of one alert.
+// alertRule is what the alert table of docs/operations.md says of one alert.
 type alertRule struct{ forDuration, severity string }
 
 // shippedAlerts reads the alerts of the shipped PrometheusRule.
@@ -36,7 +36,7 @@ func shippedAlerts(t *testing.T) map[string]alertRule {
 	return alerts
 }
 
-// TestAlertTable: the README's table of alerts has a row for each alert of
+// TestAlertTable: docs/operations.md's table of alerts has a row for each alert of
 // manifests/monitoring and no other; a row marked "(critical)" is the
 // critical one, and a meaning that ends in "for <duration>" gives the
 // rule's for.
@@ -48,7 +48,7 @@ func TestAlertTable(t *testing.T) {
 	row := regexp.MustCompile("^\\| `(Sandgate[A-Za-z0-9]+)`( \\(critical\\))? \\| ([^|]*) \\|")
 	endsFor := regexp.MustCompile(`\bfor (\d+[smh])$`)
 	seen := map[string]bool{}
-	for _, line := range strings.Split(pages(t)["README.md"], "\n") {
+	for _, line := range strings.Split(pages(t)[operationsPage], "\n") {
 		m := row.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -57,19 +57,19 @@ func TestAlertTable(t *testing.T) {
 		seen[name] = true
 		r, ok := alerts[name]
 		if !ok {
-			t.Errorf("README.md: alert %s is not in manifests/monitoring/prometheusrule.yaml", name)
+			t.Errorf("%s: alert %s is not in manifests/monitoring/prometheusrule.yaml", operationsPage, name)
 			continue
 		}
 		if critical != (r.severity == "critical") {
-			t.Errorf("README.md: alert %s marked critical=%v; its severity is %q", name, critical, r.severity)
+			t.Errorf("%s: alert %s marked critical=%v; its severity is %q", operationsPage, name, critical, r.severity)
 		}
 		if f := endsFor.FindStringSubmatch(means); f != nil && f[1] != r.forDuration {
-			t.Errorf("README.md: alert %s fires after %s, says the table; the rule's for is %s", name, f[1], r.forDuration)
+			t.Errorf("%s: alert %s fires after %s, says the table; the rule's for is %s", operationsPage, name, f[1], r.forDuration)
 		}
 	}
 	for name := range alerts {
 		if !seen[name] {
-			t.Errorf("README.md's alert table has no row for %s", name)
+			t.Errorf("%s's alert table has no row for %s", operationsPage, name)
 		}
 	}
 }

@@ -19,7 +19,7 @@ var notSettings = map[string]string{
 	"AUDIT_LOG":       "docs/audit.md: there is no such setting, the audit stream is part of the log",
 	"FLASH_TTL":       "docs/api.md, docs/security.md: the seed's setting, no longer used",
 	"DAC_READ_SEARCH": "docs/handshake.md: a Linux capability",
-	// README.md: oauth2-proxy's own settings, in the Secret its
+	// docs/install.md: oauth2-proxy's own settings, in the Secret its
 	// Deployment (manifests/components/sso) reads them from.
 	"OAUTH2_PROXY_CLIENT_ID":     "oauth2-proxy's",
 	"OAUTH2_PROXY_CLIENT_SECRET": "oauth2-proxy's",
@@ -160,9 +160,9 @@ var notHarnessSettings = map[string]string{"CI": "set by CI systems; under CI=tr
 
 // TestHarnessSettings: every environment variable the test harness reads
 // (such as AGENT_SANDBOX_CRDS, the CRDs every test API server gets) is
-// named in the README, where the settings of make test are described.
+// named in docs/development.md, where the settings of make test are described.
 func TestHarnessSettings(t *testing.T) {
-	readme := pages(t)["README.md"]
+	dev := pages(t)[developmentPage]
 	found := 0
 	for _, dir := range harnessDirs {
 		paths, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
@@ -172,8 +172,8 @@ func TestHarnessSettings(t *testing.T) {
 		paths = slices.DeleteFunc(paths, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
 		for _, n := range slices.Compact(slices.Sorted(slices.Values(envLookups(t, paths)))) {
 			found++
-			if _, ok := notHarnessSettings[n]; !ok && !strings.Contains(readme, "`"+n+"`") {
-				t.Errorf("%s reads %s; README.md does not name it (as `%s`)", dir, n, n)
+			if _, ok := notHarnessSettings[n]; !ok && !strings.Contains(dev, "`"+n+"`") {
+				t.Errorf("%s reads %s; %s does not name it (as `%s`)", dir, n, developmentPage, n)
 			}
 		}
 	}

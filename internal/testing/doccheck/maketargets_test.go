@@ -47,7 +47,7 @@ var (
 // TestMakeTargets: every `make <target>` a page shows as code (inline or in
 // a fenced block) is a target of the Makefile, a default a page gives a
 // Makefile variable ("`FUZZTIME` (default `10000x`)") is the Makefile's, and
-// the README's list of targets is what `make help` prints.
+// docs/development.md's list of targets is what `make help` prints.
 func TestMakeTargets(t *testing.T) {
 	targets, help, defaults := makefile(t)
 	calls := 0
@@ -82,16 +82,16 @@ func TestMakeTargets(t *testing.T) {
 		t.Error("no `make <target>` found in the pages: is the pattern broken?")
 	}
 
-	readme := pages(t)["README.md"]
-	_, section, ok := strings.Cut(readme, "\n## Make targets\n")
+	dev := pages(t)[developmentPage]
+	_, section, ok := strings.Cut(dev, "\n## Make targets\n")
 	if !ok {
-		t.Fatal("README.md has no \"## Make targets\" section")
+		t.Fatalf("%s has no \"## Make targets\" section", developmentPage)
 	}
 	blocks := fencedBlocks(section)
 	if len(blocks) == 0 {
-		t.Fatal("README.md's \"## Make targets\" has no fenced block")
+		t.Fatalf("%s's \"## Make targets\" has no fenced block", developmentPage)
 	}
 	if diff := firstDiff(blocks[0], help); diff != "" {
-		t.Errorf("README.md's list of make targets is not what `make help` prints (paste it again): %s", diff)
+		t.Errorf("%s's list of make targets is not what `make help` prints (paste it again): %s", developmentPage, diff)
 	}
 }

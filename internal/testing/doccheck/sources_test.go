@@ -101,6 +101,13 @@ func parseSettings(help string) map[string]helpSetting {
 	return settings
 }
 
+// The pages that hold the make targets and the settings of make test, and
+// the alert table.
+const (
+	developmentPage = "docs/development.md"
+	operationsPage  = "docs/operations.md"
+)
+
 // pages are the documents checked: the README and every page of docs/.
 func pages(t *testing.T) map[string]string {
 	t.Helper()
