@@ -318,21 +318,19 @@ upstream-crds:
 # run ends with a table of them (.ci/step), so the next person sees where a
 # cold hour goes. The order gives a first result within minutes: lint, then
 # the unit tests (the packages whose tests need nothing built, .ci/packages),
-# before any long build. Then the control plane and Helm, which both the
-# integration tests and the real cluster need, and every package from
-# Debian (apt runs once at a time). Then the real cluster's part starts in
-# the background: what only it needs (node binaries, containerd, add-ons,
-# images) is built, then the journey runs, while the foreground builds what
-# only the integration tests need and runs them; the bench smoke follows on
-# the core the journey leaves. Both sides run at the same priority: on a
-# cold run the cluster's side is the longer one. Every fuzz target's seeds and stored corpus
-# run with the unit and integration tests; the fuzzing itself (make fuzz) is
-# not part of make test: its instrumented build is a second compile of every
-# dependency, 14 CPU-minutes cold, for 10,000 inputs a target.
+# before any long build. Then every package from Debian (apt runs once at a
+# time) and what the real cluster needs, on both cores: its journey is the
+# longest step, so it starts as early as the builds allow and runs in the
+# background while the foreground builds what only the integration tests
+# need and runs them, and the bench smoke on the core the journey leaves.
+# Every fuzz target's seeds and stored corpus run with the unit and
+# integration tests; the fuzzing itself (make fuzz) is not part of make
+# test: its instrumented build is a second compile of every dependency, 14
+# CPU-minutes cold, for 10,000 inputs a target.
 STEP_TIMES ?= $(CURDIR)/artifacts/steps.tsv
 export STEP_TIMES
 STEP := .ci/step
-# a step that fails after the background build started stops it too
+# a step that fails after the journey started stops it too
 OR_STOP = || { rc=$$?; .ci/background stop; exit $$rc; }
 
 .PHONY: test
@@ -343,14 +341,14 @@ test: ## run every test (unit, integration on a real API server, browser, bench 
 	@echo ">> unit tests: the packages whose tests need nothing built (.ci/packages unit)"
 	@$(STEP) "unit tests" $(GO) test $(GOFLAGS_TEST) -count=1 -timeout 20m $$(.ci/packages unit)
 	@$(STEP) check-generated $(MAKE) --no-print-directory check-generated
-	@$(STEP) "build control plane" $(MAKE) --no-print-directory controlplane
-	@$(STEP) "build helm" $(MAKE) --no-print-directory helm
 	@$(STEP) "apt chromium" $(MAKE) --no-print-directory chromium
 	@$(STEP) "apt cluster packages" $(MAKE) --no-print-directory cluster-packages busybox-static
-	@NICE=0 .ci/background start cluster bash -c '$(STEP) "build node binaries" $(MAKE) --no-print-directory $(NODES_STAMP) && \
-	  $(STEP) "build cluster tools" $(MAKE) --no-print-directory cluster-tools && \
-	  $(STEP) "build images" $(MAKE) --no-print-directory images && \
-	  $(STEP) "cluster journey" $(MAKE) --no-print-directory e2e-cluster'
+	@$(STEP) "build control plane" $(MAKE) --no-print-directory controlplane
+	@$(STEP) "build node binaries" $(MAKE) --no-print-directory $(NODES_STAMP)
+	@$(STEP) "build cluster tools" $(MAKE) --no-print-directory cluster-tools
+	@$(STEP) "build images" $(MAKE) --no-print-directory images
+	@$(STEP) "build helm" $(MAKE) --no-print-directory helm
+	@NICE=0 .ci/background start journey $(MAKE) --no-print-directory e2e-cluster
 	@$(STEP) "build promtool" $(MAKE) --no-print-directory promtool $(OR_STOP)
 	@$(STEP) "build oauth2-proxy" $(MAKE) --no-print-directory oauth2-proxy $(OR_STOP)
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe $(OR_STOP)
@@ -358,7 +356,7 @@ test: ## run every test (unit, integration on a real API server, browser, bench 
 	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
 	@$(STEP) "bench smoke" $(MAKE) --no-print-directory bench-smoke $(OR_STOP)
 	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/"
-	@.ci/background wait cluster
+	@.ci/background wait journey
 	@$(STEP) --table
 
 .PHONY: test-under-load
