@@ -322,7 +322,8 @@ upstream-crds:
 # time) and what the real cluster needs, on both cores: its journey is the
 # longest step, so it starts as early as the builds allow and runs in the
 # background while the foreground builds what only the integration tests
-# need and runs them, and the bench smoke on the core the journey leaves.
+# need and runs them; the bench smoke runs in the background too, at the
+# lowest priority, on the CPU the others leave.
 # Every fuzz target's seeds and stored corpus run with the unit and
 # integration tests; the fuzzing itself (make fuzz) is not part of make
 # test: its instrumented build is a second compile of every dependency, 14
@@ -349,14 +350,15 @@ test: ## run every test (unit, integration on a real API server, browser, bench 
 	@$(STEP) "build images" $(MAKE) --no-print-directory images
 	@$(STEP) "build helm" $(MAKE) --no-print-directory helm
 	@NICE=0 .ci/background start journey $(MAKE) --no-print-directory e2e-cluster
+	@NICE=19 .ci/background start bench-smoke $(MAKE) --no-print-directory bench-smoke
 	@$(STEP) "build promtool" $(MAKE) --no-print-directory promtool $(OR_STOP)
 	@$(STEP) "build oauth2-proxy" $(MAKE) --no-print-directory oauth2-proxy $(OR_STOP)
 	@$(STEP) "npm axe-core" $(MAKE) --no-print-directory axe $(OR_STOP)
 	@echo ">> integration tests: real etcd + kube-apiserver with the CRDs in $(AGENT_SANDBOX_CRDS), browsers, the tools above (.ci/packages integration)"
 	@$(STEP) "integration tests" $(GO) test $(GOFLAGS_TEST) -p $(INTEGRATION_P) -count=1 -timeout 20m $$(.ci/packages integration) $(OR_STOP)
-	@$(STEP) "bench smoke" $(MAKE) --no-print-directory bench-smoke $(OR_STOP)
-	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/"
-	@.ci/background wait journey
+	@echo ">> waiting for the journey on a real two-node cluster deployed from manifests/ and the bench smoke"
+	@.ci/background wait journey $(OR_STOP)
+	@.ci/background wait bench-smoke
 	@$(STEP) --table
 
 .PHONY: test-under-load
