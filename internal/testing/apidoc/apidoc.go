@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,8 +30,8 @@ type Page struct {
 }
 
 var (
-	firstCode = regexp.MustCompile("^`([A-Z]+ [^`]+)`")
-	code      = regexp.MustCompile(`\b[1-5][0-9]{2}\b`)
+	endpointCell = regexp.MustCompile("^`([A-Z]+ [^`]+)`")
+	code         = regexp.MustCompile(`\b[1-5][0-9]{2}\b`)
 )
 
 // Load reads docs/api.md of the module the tests run in.
@@ -58,7 +59,7 @@ func parse(text string) (*Page, error) {
 		if len(cells) < 3 {
 			continue
 		}
-		m := firstCode.FindStringSubmatch(cells[0])
+		m := endpointCell.FindStringSubmatch(cells[0])
 		if m == nil {
 			continue
 		}
@@ -98,10 +99,8 @@ func (p *Page) Lists(endpoint string, status int) error {
 	if !ok {
 		return fmt.Errorf("docs/api.md's endpoint table has no row `%s`", endpoint)
 	}
-	for _, c := range codes {
-		if c == status {
-			return nil
-		}
+	if slices.Contains(codes, status) {
+		return nil
 	}
 	return fmt.Errorf("docs/api.md's row `%s` does not list %d (it lists %v)", endpoint, status, codes)
 }
@@ -118,10 +117,5 @@ func (p *Page) Differs(endpoint string, seed, got int) error {
 }
 
 func names(cell string, status int) bool {
-	for _, c := range code.FindAllString(cell, -1) {
-		if c == strconv.Itoa(status) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(code.FindAllString(cell, -1), strconv.Itoa(status))
 }
