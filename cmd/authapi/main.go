@@ -1,5 +1,6 @@
 // Command authapi runs sandgate's auth API (accounts, JWT sessions, landing
-// page) and, as `authapi jwt inspect`, checks a session token for operators.
+// page) and, as `authapi jwt inspect`, checks a session token for operators;
+// `authapi admin` runs the admin API (accounts and their actions).
 // See internal/accountpath/authapid for its settings and assembly.
 package main
 
@@ -26,6 +27,9 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) >= 2 && args[0] == "jwt" && args[1] == "inspect" {
 		return inspect(ctx, args[2:], getenv, stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "admin" {
+		return admin(ctx, args[1:], getenv, stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "drain" {
 		d := authapid.Defaults()

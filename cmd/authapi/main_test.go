@@ -57,6 +57,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 		"CLAIM_PREFIX": "Bad_", "INTERNAL_ALLOWED_SERVICE_ACCOUNTS": "nodeproxy", "LOG_LEVEL": "loud",
 		"SIGNUP_INVITE_CODE": "a", "SIGNUP_INVITE_CODE_FILE": "/x", "OPS_ADDR": ":8080", "DRAIN_DELAY": "-1",
 		"SIGNUP_BUDGET": "0", "INTERNAL_REVIEW_BUDGET": "-3", "KEY_PUBLISH_DELAY": "0", "KEY_ROTATION_INTERVAL": "1m",
+		"ADMINS": "ops,Root", "ADMIN_GROUPS": "staff",
 	}, "")
 	if code != 2 {
 		t.Fatalf("exit %d", code)
@@ -64,7 +65,8 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	for _, want := range []string{"ALLOW_INSECURE_COOKIES=1", "SESSION_TOKEN_TTL", "MAX_BODY_MB", "TRUSTED_PROXIES", "CLAIM_PREFIX",
 		"INTERNAL_ALLOWED_SERVICE_ACCOUNTS", "LOG_LEVEL", "not both", "must differ", "DRAIN_DELAY -1s",
 		"SIGNUP_BUDGET 0 must be at least 1", "INTERNAL_REVIEW_BUDGET -3 must be at least 1", "KEY_PUBLISH_DELAY 0s must be positive",
-		"KEY_ROTATION_INTERVAL 1m0s with COOKIE_MAX_AGE 168h0m0s keeps about", "signing keys, more than 1000 fit"} {
+		"KEY_ROTATION_INTERVAL 1m0s with COOKIE_MAX_AGE 168h0m0s keeps about", "signing keys, more than 1000 fit",
+		`ADMINS entry "Root"`, "ADMIN_GROUPS needs AUTH_PROXY_HEADER"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("validation output lacks %s:\n%s", want, errOut)
 		}

@@ -18,6 +18,13 @@ var auditActions = map[string]string{
 	"wake":     "wake",
 
 	"logout_everywhere": "logout_everywhere",
+
+	"admin_suspend":  "suspend",
+	"admin_wake":     "wake",
+	"admin_logout":   "logout_everywhere",
+	"admin_rotate":   "token_rotate",
+	"admin_recreate": "recreate",
+	"admin_delete":   "delete",
 }
 
 // How the actor of an audited request proved who it is.
@@ -34,6 +41,7 @@ const (
 type auditEvent struct {
 	user   string
 	auth   string
+	admin  string // the admin who acted on user's account, if one did
 	reason string // statusOf's reason when the request failed
 	attrs  []any
 }
@@ -97,5 +105,11 @@ func (s *Server) writeAudit(r *http.Request, name string, ev *auditEvent, status
 		"action", auditActions[name], "user", ev.user, "auth", ev.auth,
 		"client", clientAddr(r, s.opts.TrustedProxies).String(), "outcome", outcome, "status", status,
 	}
+	if ev.admin != "" {
+		attrs = append(attrs, "admin", ev.admin)
+	}
 	s.audit.Log(r.Context(), slog.LevelInfo, "audit", append(attrs, ev.attrs...)...)
+	s.recent.add(ev.user, auditRecord{
+		Time: s.opts.Now().UTC(), Action: auditActions[name], Auth: ev.auth, Admin: ev.admin, Outcome: outcome, Status: status,
+	})
 }

@@ -50,30 +50,37 @@ func (s *Server) handleSuspendNow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	_, c, ok := s.claims.accountOf(a.User)
-	if !ok {
-		s.fail(w, r, fmt.Errorf("%w: user %s", ErrNoAccount, a.User))
+	if err := s.suspendAgent(r, a.User, "its owner"); err != nil {
+		s.fail(w, r, err)
 		return
+	}
+	s.actionDone(w, r, awakeAnswer{User: a.User, Suspended: true})
+}
+
+// suspendAgent ends user's keep-awake and suspends their Sandbox unless it
+// is suspended already, noting on r's audit event which; by says who asked,
+// for the log.
+func (s *Server) suspendAgent(r *http.Request, user, by string) error {
+	_, c, ok := s.claims.accountOf(user)
+	if !ok {
+		return fmt.Errorf("%w: user %s", ErrNoAccount, user)
 	}
 	sb, err := s.claims.sandboxOf(r.Context(), c)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return err
 	}
-	if err := s.claims.setKeepAwake(r.Context(), a.User, ""); err != nil {
-		s.fail(w, r, err)
-		return
+	if err := s.claims.setKeepAwake(r.Context(), user, ""); err != nil {
+		return err
 	}
 	patched := sb.Spec.OperatingMode != agents.OperatingModeSuspended
 	if patched {
 		if _, err := s.claims.sandboxes.Patch(r.Context(), sb.Name, types.MergePatchType, suspendNowPatch, metav1.PatchOptions{}); err != nil {
-			s.fail(w, r, fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err))
-			return
+			return fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err)
 		}
-		s.log.Info("sandbox suspended by its owner", "user", a.User, "sandbox", sb.Name)
+		s.log.Info("sandbox suspended", "user", user, "sandbox", sb.Name, "by", by)
 	}
 	noteAudit(r, "sandbox", sb.Name, "result", map[bool]string{true: "patched", false: "suspended"}[patched])
-	s.actionDone(w, r, awakeAnswer{User: a.User, Suspended: true})
+	return nil
 }
 
 // handleWakeSchedule: the owner sets when their agent is woken before they

@@ -342,22 +342,31 @@ func (s *claimStore) remove(ctx context.Context, c *extensions.SandboxClaim) err
 	return nil
 }
 
-// state tells the user what their sandbox is doing.
+// state tells the user what their sandbox is doing, reading its Sandbox
+// from the API server.
 func (s *claimStore) state(ctx context.Context, c *extensions.SandboxClaim) string {
+	var sb *agents.Sandbox
+	if c != nil && c.DeletionTimestamp == nil && c.Status.Sandbox.Name != "" {
+		if got, err := s.sandboxes.Get(ctx, c.Status.Sandbox.Name, metav1.GetOptions{}); err == nil {
+			sb = got
+		}
+	}
+	return stateOf(c, sb)
+}
+
+// stateOf is the state of claim c bound to sb (nil when unknown).
+func stateOf(c *extensions.SandboxClaim, sb *agents.Sandbox) string {
 	if c == nil || c.DeletionTimestamp != nil {
 		return StateMissing
 	}
-	if name := c.Status.Sandbox.Name; name != "" {
-		sb, err := s.sandboxes.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err != nil:
-		case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
-			return StateSuspended
-		case agents.Invalid(sb):
-			return StateInvalid
-		case agents.Terminated(sb):
-			return StateFailed
-		}
+	switch {
+	case sb == nil:
+	case sb.Spec.OperatingMode == agents.OperatingModeSuspended:
+		return StateSuspended
+	case agents.Invalid(sb):
+		return StateInvalid
+	case agents.Terminated(sb):
+		return StateFailed
 	}
 	if claimReady(c) {
 		return StateReady

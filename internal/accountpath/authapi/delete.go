@@ -1,6 +1,7 @@
 package authapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -26,20 +27,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, ErrNotConfirmed)
 		return
 	}
-	c, err := s.claims.claims.Get(r.Context(), s.claims.name(user), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		s.fail(w, r, fmt.Errorf("delete: get claim: %w: %w", ErrUnavailable, err))
+	if err := s.deleteAccount(r.Context(), user); err != nil {
+		s.fail(w, r, err)
 		return
-	case !account.Managed(c):
-		s.fail(w, r, fmt.Errorf("delete: claim not managed: %w", ErrNoAccount))
-		return
-	default:
-		if err := s.claims.remove(r.Context(), c); err != nil {
-			s.fail(w, r, err)
-			return
-		}
 	}
 	s.opts.Metrics.Revocations.WithLabelValues("delete").Inc()
 	s.log.Info("account deleted", "user", user)
@@ -49,4 +39,18 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteAccount deletes the managed claim of user, if there is one.
+func (s *Server) deleteAccount(ctx context.Context, user string) error {
+	c, err := s.claims.claims.Get(ctx, s.claims.name(user), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete: get claim: %w: %w", ErrUnavailable, err)
+	case !account.Managed(c):
+		return fmt.Errorf("delete: claim not managed: %w", ErrNoAccount)
+	}
+	return s.claims.remove(ctx, c)
 }

@@ -30,6 +30,16 @@ var (
 	// ErrNotNavigation reports a session-authenticated request for a new
 	// bearer token that is not a top-level navigation (checkTokenRecipient).
 	ErrNotNavigation = errors.New("a new token is only shown on a page the browser opens: scripts must use the bearer token, browsers the form on the account page")
+	// ErrNotAdmin reports an authenticated account that is not an admin on
+	// an admin route.
+	ErrNotAdmin = errors.New("admins only")
+	// ErrAdminNotPage reports a session-authenticated admin request that
+	// is not a top-level navigation: a script (an agent's, on the shared
+	// origin) must never read or drive the admin pages.
+	ErrAdminNotPage = errors.New("the admin pages open only as pages the browser shows: scripts must use the admin API with a bearer token")
+	// ErrBadFormToken reports an admin form post without this session's
+	// form token.
+	ErrBadFormToken = errors.New("this form has expired: open the admin page again")
 	// ErrExists reports a signup for a user that already has an account.
 	ErrExists = errors.New("user already exists: log in with your token")
 	// ErrBadCredentials reports a login that failed, for whatever reason.
@@ -95,6 +105,12 @@ func statusOf(err error) (code int, reason, message string) {
 		return http.StatusForbidden, "bad_origin", ErrBadOrigin.Error()
 	case errors.Is(err, ErrNotNavigation):
 		return http.StatusForbidden, "not_navigation", ErrNotNavigation.Error()
+	case errors.Is(err, ErrNotAdmin):
+		return http.StatusForbidden, "not_admin", ErrNotAdmin.Error()
+	case errors.Is(err, ErrAdminNotPage):
+		return http.StatusForbidden, "admin_not_page", ErrAdminNotPage.Error()
+	case errors.Is(err, ErrBadFormToken):
+		return http.StatusForbidden, "bad_form_token", ErrBadFormToken.Error()
 	case errors.Is(err, ErrBadEntryCode):
 		return http.StatusForbidden, "bad_entry_code", ErrBadEntryCode.Error()
 	case errors.Is(err, ErrForbidden):

@@ -25,6 +25,9 @@ type input struct {
 	// Next is the sign-in form's deep link (nextOf bounds it), not read
 	// from JSON.
 	Next string `json:"-"`
+	// FormToken is an admin page form's token (adminOf), not read from
+	// JSON.
+	FormToken string `json:"-"`
 }
 
 // maxFieldLen bounds each field; user names and tokens are far shorter.
@@ -81,6 +84,8 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 			Next:    r.PostFormValue("next"),
 			At:      r.PostFormValue("at"),
 			Repeat:  r.PostFormValue("repeat"),
+
+			FormToken: r.PostFormValue("form_token"),
 		}
 	case "":
 		n, err := io.Copy(io.Discard, r.Body)
@@ -93,7 +98,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 	default:
 		return input{}, fmt.Errorf("%w: %s", ErrUnsupportedMedia, media)
 	}
-	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm, in.At, in.Repeat} {
+	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm, in.At, in.Repeat, in.FormToken} {
 		if len(f) > maxFieldLen {
 			return input{}, badRequest("a field is longer than %d bytes", maxFieldLen)
 		}

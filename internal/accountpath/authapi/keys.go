@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/cipher"
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,8 +50,11 @@ type keyState struct {
 	flashKey []byte      // the Secret's flash-key, from which view is derived
 	// view seals a new bearer token into the token view's cookie
 	// (tokenview.go); every replica derives the same from the Secret.
-	view    cipher.AEAD
-	version string // the Secret's resourceVersion
+	view cipher.AEAD
+	// adminForm keys the admin pages' form tokens (adminFormToken), the
+	// same on every replica.
+	adminForm []byte
+	version   string // the Secret's resourceVersion
 }
 
 // keyStore keeps the signing keys in one Secret shared by every replica:
@@ -245,7 +250,11 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build token view cipher: %w", err)
 	}
-	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, view: view, version: sec.ResourceVersion}, nil
+	adminForm, err := hkdf.Key(sha256.New, flashKey, nil, adminFormInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("derive admin form key: %w", err)
+	}
+	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, view: view, adminForm: adminForm, version: sec.ResourceVersion}, nil
 }
 
 // freshData returns the data of a new signing Secret: ring's keys, or a new

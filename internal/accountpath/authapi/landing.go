@@ -42,6 +42,8 @@ type pageData struct {
 	Next string
 	// UserRule says which user names are allowed.
 	UserRule string
+	// Admin is an admin page's content.
+	Admin *adminPage
 }
 
 // pages holds the parsed templates and the Content-Security-Policy of

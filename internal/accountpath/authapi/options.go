@@ -39,6 +39,9 @@ const (
 	DefaultSignupBudget         = 60
 	DefaultInternalReviewLimit  = 10
 	DefaultInternalReviewBudget = 60
+	// DefaultAdminGroupsHeader is where oauth2-proxy passes the user's
+	// groups (--pass-user-headers).
+	DefaultAdminGroupsHeader = "X-Forwarded-Groups"
 )
 
 // securePrefix is the cookie-name prefix browsers bind to a secure,
@@ -141,6 +144,15 @@ type Options struct {
 	OriginCookieName string
 	// EntryCodeTTL is how long an entry code may wait to be redeemed.
 	EntryCodeTTL time.Duration
+	// Admins are the accounts that may use the admin page and API.
+	Admins []string
+	// AdminGroups are SSO groups whose members are admins: with
+	// AuthProxyHeader set, a request whose asserted user is the signed-in
+	// account and whose AdminGroupsHeader lists one of them.
+	AdminGroups []string
+	// AdminGroupsHeader is where the SSO proxy lists the user's groups
+	// (comma-separated); empty means DefaultAdminGroupsHeader.
+	AdminGroupsHeader string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -196,6 +208,17 @@ func (o Options) Validate() error {
 	if o.EntryCodeTTL < 0 {
 		bad("entry code TTL %v is negative", o.EntryCodeTTL)
 	}
+	for _, a := range o.Admins {
+		if err := account.ValidateUser(a); err != nil {
+			bad("admin %q: %v", a, err)
+		}
+	}
+	if len(o.AdminGroups) > 0 && o.AuthProxyHeader == "" {
+		bad("admin groups need the SSO proxy's user header (AuthProxyHeader): groups are only believed beside the user it asserts")
+	}
+	if h := o.AdminGroupsHeader; h != "" && !validCookieName(h) {
+		bad("admin groups header %q is not a header name", h)
+	}
 	return errors.Join(errs...)
 }
 
@@ -225,6 +248,7 @@ func (o Options) withDefaults() Options {
 	defaults.Set(&o.SignupBudget, DefaultSignupBudget)
 	defaults.Set(&o.InternalReviewLimit, DefaultInternalReviewLimit)
 	defaults.Set(&o.InternalReviewBudget, DefaultInternalReviewBudget)
+	defaults.Set(&o.AdminGroupsHeader, DefaultAdminGroupsHeader)
 	if o.ForwardClient == nil {
 		o.ForwardClient = &http.Client{Timeout: forwardTimeout, Transport: &http.Transport{
 			Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: forwardTimeout,

@@ -34,6 +34,8 @@ type Server struct {
 	limiter                       *limiter
 	guard                         *guard
 	pages                         *pages
+	// recent keeps each account's last audit events for the admin page.
+	recent *recentEvents
 	// dummy is compared against when a login names no usable account, so
 	// that path does the same work as a wrong token.
 	dummy account.Account
@@ -57,6 +59,7 @@ func New(opts Options) (*Server, error) {
 		audit:   auditLogger(opts),
 		limiter: newLimiter(opts.RateLimit, opts.RateWindow, opts.Now),
 		guard:   newGuard(opts),
+		recent:  newRecentEvents(),
 	}
 	s.keys = newKeyStore(opts)
 	s.claims = newClaimStore(opts)
@@ -105,6 +108,12 @@ func (s *Server) routes() {
 	pub.Handle("POST /users/{user}/keep-awake", s.route("keep_awake", s.handleKeepAwake))
 	pub.Handle("POST /users/{user}/suspend", s.route("suspend_now", s.handleSuspendNow))
 	pub.Handle("POST /users/{user}/wake-schedule", s.route("wake_schedule", s.handleWakeSchedule))
+	pub.Handle("GET /admin", s.route("admin_home", s.handleAdminHome))
+	pub.Handle("GET /admin/accounts", s.route("admin_list", s.handleAdminList))
+	pub.Handle("GET /admin/accounts/{user}", s.route("admin_account", s.handleAdminAccount))
+	for name := range adminActions {
+		pub.Handle("POST /admin/accounts/{user}/"+name, s.route("admin_"+name, s.handleAdminAction(name)))
+	}
 	if s.opts.RoutingMode == userorigin.Subdomain {
 		pub.Handle("GET /u/{user}", s.route("enter", s.handleUserPath))
 		pub.Handle("GET /u/{user}/{rest...}", s.route("enter", s.handleUserPath))

@@ -71,7 +71,7 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, out) // the controller is still binding one; it starts Running
 		return
 	}
-	sb, err := s.claims.sandboxOf(r.Context(), c)
+	patched, err := s.wakeSandbox(r.Context(), c)
 	if err != nil {
 		if errors.Is(err, ErrNoAccount) {
 			s.opts.Metrics.Wakes.WithLabelValues("unknown").Inc()
@@ -79,19 +79,30 @@ func (s *Server) handleWake(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if sb.Spec.OperatingMode == agents.OperatingModeSuspended {
-		_, err := s.claims.sandboxes.Patch(r.Context(), sb.Name, types.MergePatchType, wakePatch, metav1.PatchOptions{})
-		if err != nil {
-			s.fail(w, r, fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err))
-			return
-		}
-		out.Patched = true
-		s.log.Info("sandbox woken", "user", a.User, "sandbox", sb.Name, "caller", Caller(r))
+	out.Patched = patched
+	if patched {
+		s.log.Info("sandbox woken", "user", a.User, "sandbox", out.Sandbox, "caller", Caller(r))
 	}
 	result := map[bool]string{true: "patched", false: "running"}[out.Patched]
 	noteAudit(r, "result", result)
 	s.opts.Metrics.Wakes.WithLabelValues(result).Inc()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// wakeSandbox sets the Sandbox of claim c Running unless it is; patched
+// says whether it was written.
+func (s *Server) wakeSandbox(ctx context.Context, c *extensions.SandboxClaim) (patched bool, err error) {
+	sb, err := s.claims.sandboxOf(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if sb.Spec.OperatingMode != agents.OperatingModeSuspended {
+		return false, nil
+	}
+	if _, err := s.claims.sandboxes.Patch(ctx, sb.Name, types.MergePatchType, wakePatch, metav1.PatchOptions{}); err != nil {
+		return false, fmt.Errorf("patch sandbox: %w: %w", ErrUnavailable, err)
+	}
+	return true, nil
 }
 
 // wakeTarget finds the managed, live claim a wake request names, or

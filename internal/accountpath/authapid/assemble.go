@@ -144,6 +144,7 @@ func (d *Daemon) assemble(deps Deps) error {
 		SignupBudget: c.SignupBudget, InternalReviewLimit: c.InternalReviewLimit, InternalReviewBudget: c.InternalReviewBudget,
 		RoutingMode: userorigin.Mode(c.RoutingMode), UserDomain: c.UserDomain, OriginCookieName: c.OriginCookieName,
 		EntryCodeTTL: c.EntryCodeTTL, Now: deps.Now,
+		Admins: settings.SplitList(c.Admins), AdminGroups: settings.SplitList(c.AdminGroups), AdminGroupsHeader: c.AdminGroupsHeader,
 	}); err != nil {
 		return err
 	}

@@ -54,6 +54,8 @@ type Config struct {
 	EntryCodeTTL                      time.Duration
 	RetryPeriod                       time.Duration
 	PodName, PodIP                    string
+	Admins, AdminGroups               string
+	AdminGroupsHeader                 string
 
 	problems []error // values the environment or flags could not parse
 }
@@ -130,6 +132,9 @@ func (c *Config) Settings() []settings.Setting {
 		settings.Var("leader-lease-duration", "LEADER_LEASE_DURATION", "how long the sweeper's leader Lease holds without renewal (whole seconds); a killed leader is replaced after it", settings.Duration(&c.LeaseDuration)),
 		settings.Var("leader-renew-deadline", "LEADER_RENEW_DEADLINE", "how long the leader keeps trying to renew before it stops sweeping (< LEADER_LEASE_DURATION)", settings.Duration(&c.RenewDeadline)),
 		settings.Var("leader-retry-period", "LEADER_RETRY_PERIOD", "how often replicas try to take or renew the Lease", settings.Duration(&c.RetryPeriod)),
+		settings.Var("admins", "ADMINS", "comma-separated account names that may use the admin page (/admin/accounts) and API", settings.String(&c.Admins)),
+		settings.Var("admin-groups", "ADMIN_GROUPS", "comma-separated SSO groups whose members are admins (needs AUTH_PROXY_HEADER: believed only beside the user the SSO proxy asserts)", settings.String(&c.AdminGroups)),
+		settings.Var("admin-groups-header", "ADMIN_GROUPS_HEADER", "header the SSO proxy lists the user's groups in; empty means "+authapi.DefaultAdminGroupsHeader+" (oauth2-proxy)", settings.String(&c.AdminGroupsHeader)),
 		settings.Var("pod-name", "POD_NAME", "this replica's pod name, for the sweeper's leader lease; empty uses the host name", settings.String(&c.PodName)),
 		settings.Var("pod-ip", "POD_IP", "address where other replicas reach this one's internal listener; empty uses the listener's host or 127.0.0.1", settings.String(&c.PodIP)),
 	}
@@ -148,9 +153,11 @@ func Load(args []string, getenv func(string) string, usageOut io.Writer) (Config
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage: authapi [flags]
        authapi jwt inspect [flags] [TOKEN]
+       authapi admin [flags] COMMAND [USER]
+       authapi drain
 
 sandgate's auth API: accounts as SandboxClaims, JWT session cookies that node
-proxies verify offline, the landing page. Every flag can also be set by the
+proxies verify offline, the landing page, the admin page and API. Every flag can also be set by the
 environment variable in brackets; flags win. Durations take "90s", "10m" or
 bare seconds.
 
@@ -243,6 +250,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := settings.Level(c.LogLevel); err != nil {
 		errs = append(errs, err)
+	}
+	for _, a := range settings.SplitList(c.Admins) {
+		if err := account.ValidateUser(a); err != nil {
+			bad("ADMINS entry %q: %v", a, err)
+		}
+	}
+	if c.AdminGroups != "" && c.AuthProxyHeader == "" {
+		bad("ADMIN_GROUPS needs AUTH_PROXY_HEADER: groups are believed only beside the user the SSO proxy asserts")
 	}
 	if c.CookieName != "" && strings.ContainsAny(c.CookieName, " \t;,=\"") {
 		bad("COOKIE_NAME %q is not a cookie token", c.CookieName)

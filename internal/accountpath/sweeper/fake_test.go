@@ -99,6 +99,13 @@ func (f *fakeCluster) Sandboxes() []*agents.Sandbox {
 	return slices.Collect(maps.Values(f.sandboxes))
 }
 
+func (f *fakeCluster) Sandbox(name string) (*agents.Sandbox, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb, ok := f.sandboxes[name]
+	return sb, ok
+}
+
 func (f *fakeCluster) Claims() []*extensions.SandboxClaim {
 	f.mu.Lock()
 	defer f.mu.Unlock()

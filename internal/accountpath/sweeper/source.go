@@ -19,6 +19,8 @@ import (
 // production, fixed lists in unit tests. Returned objects are read-only.
 type lister interface {
 	Sandboxes() []*agents.Sandbox
+	// Sandbox returns the Sandbox name of the sweeper's namespace.
+	Sandbox(name string) (*agents.Sandbox, bool)
 	Claims() []*extensions.SandboxClaim
 }
 
@@ -31,17 +33,28 @@ type patcher interface {
 
 // caches lists from the sweeper's two informers.
 type caches struct {
+	ns                string
 	sandboxes, claims cache.SharedIndexInformer
 }
 
 func newCaches(o Options) caches {
 	return caches{
+		ns: o.Namespace,
 		sandboxes: sandboxapi.NewInformer(o.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimSandbox)}),
 		claims:    sandboxapi.NewInformer(o.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimClaim)}),
 	}
 }
 
 func (c caches) Sandboxes() []*agents.Sandbox { return listOf[*agents.Sandbox](c.sandboxes) }
+
+func (c caches) Sandbox(name string) (*agents.Sandbox, bool) {
+	obj, ok, err := c.sandboxes.GetStore().GetByKey(c.ns + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	sb, ok := obj.(*agents.Sandbox)
+	return sb, ok
+}
 
 func (c caches) Claims() []*extensions.SandboxClaim {
 	return listOf[*extensions.SandboxClaim](c.claims)
@@ -76,13 +89,15 @@ func slimMeta(m metav1.ObjectMeta, annotations ...string) metav1.ObjectMeta {
 	}
 }
 
-// slimSandbox keeps mode, conditions, ownership and the pod's name; pod
-// templates are large.
+// slimSandbox keeps mode, conditions, ownership, the pod's name and node
+// and when it was created; pod templates are large.
 func slimSandbox(sb *agents.Sandbox) any {
+	m := slimMeta(sb.ObjectMeta, agents.AnnotationPodName)
+	m.CreationTimestamp = sb.CreationTimestamp
 	return &agents.Sandbox{
-		ObjectMeta: slimMeta(sb.ObjectMeta, agents.AnnotationPodName),
+		ObjectMeta: m,
 		Spec:       agents.SandboxSpec{OperatingMode: sb.Spec.OperatingMode},
-		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions},
+		Status:     agents.SandboxStatus{Conditions: sb.Status.Conditions, NodeName: sb.Status.NodeName},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/pause"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 )
 
 // Outcomes the HTTP layer maps to responses.
@@ -158,3 +159,8 @@ func (s *Sweeper) Leader() (Leader, error) {
 	}
 	return Leader{Identity: id, Pod: pod, Addr: addr, Self: id == s.opts.Identity}, nil
 }
+
+// Sandbox returns the cached Sandbox name, slimmed to what the rules and
+// account views read (mode, conditions, ownership, pod and node), for the
+// auth API's views: every replica's caches are warm, leading or not.
+func (s *Sweeper) Sandbox(name string) (*agents.Sandbox, bool) { return s.src.Sandbox(name) }
