@@ -39,7 +39,7 @@ type caches struct {
 
 func newCaches(o Options) caches {
 	return caches{
-		ns: o.Namespace,
+		ns:        o.Namespace,
 		sandboxes: sandboxapi.NewInformer(o.Sandboxes, &agents.Sandbox{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimSandbox)}),
 		claims:    sandboxapi.NewInformer(o.Claims, &extensions.SandboxClaim{}, sandboxapi.InformerOptions{Transform: sandboxapi.Keep(slimClaim)}),
 	}
