@@ -2,6 +2,8 @@ package authapi
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -144,14 +146,22 @@ func (s *Server) listAccounts(q accountQuery) accountPage {
 	return out
 }
 
-// accountOfAdmin is the row of user, from the caches.
-func (s *Server) adminAccount(user string) (accountRow, *extensions.SandboxClaim, bool) {
+// adminAccount is the row of user: the claim from the cache, its Sandbox
+// read afresh (one account's page follows an action on it), or from the
+// cache when the API server does not answer.
+func (s *Server) adminAccount(ctx context.Context, user string) (accountRow, bool) {
 	_, c, ok := s.claims.accountOf(user)
 	if !ok {
-		return accountRow{}, nil, false
+		return accountRow{}, false
 	}
-	sb := s.cachedSandbox(c)
-	return s.row(user, c, sb, stateOf(c, sb), s.opts.Now()), c, true
+	sb, err := s.claims.sandboxOf(ctx, c)
+	switch {
+	case errors.Is(err, ErrNoAccount):
+		sb = nil
+	case err != nil:
+		sb = s.cachedSandbox(c)
+	}
+	return s.row(user, c, sb, stateOf(c, sb), s.opts.Now()), true
 }
 
 // cachedSandbox is the Sandbox claim c is bound to, from the sweeper's

@@ -92,6 +92,7 @@ func (s *Server) handleAdminAction(name string) http.HandlerFunc {
 	do := adminActions[name]
 	return func(w http.ResponseWriter, r *http.Request) {
 		user := r.PathValue("user")
+		noteActor(r, user, authNone)
 		in, err := s.readInput(w, r)
 		if err != nil {
 			s.fail(w, r, err)
@@ -119,7 +120,7 @@ func (s *Server) handleAdminAction(name string) http.HandlerFunc {
 		case ad.auth != authSession:
 			writeJSON(w, http.StatusOK, res)
 		case token != "":
-			row, _, _ := s.adminAccount(user)
+			row, _ := s.adminAccount(r.Context(), user)
 			s.renderAdmin(w, r, "New access token for "+user, "admin_token", adminPage{Admin: ad.user, Account: &row, Token: token, Done: name})
 		case name == "delete":
 			seeOther(w, r, "/admin/accounts?"+url.Values{"q": {user}}.Encode())

@@ -90,7 +90,7 @@ func (s *Server) handleAdminAccount(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalidUser(err))
 		return
 	}
-	row, _, ok := s.adminAccount(user)
+	row, ok := s.adminAccount(r.Context(), user)
 	if !ok {
 		s.fail(w, r, ErrNoAccount)
 		return

@@ -62,6 +62,12 @@ func pageText(code int, reason string) (title, text string) {
 		return "Request refused", "This form was sent from another site, so it was not accepted. Use the forms on this site's own pages."
 	case "not_navigation":
 		return "Open this from your account page", "A new access token is only shown on a page you open yourself: use the button on your account page."
+	case "not_admin":
+		return "Admins only", "The admin pages are for the people who run this service. Your own account is on the start page."
+	case "admin_not_page":
+		return "Open the admin pages yourself", "The admin pages only open as pages you navigate to, never from a script: go to /admin/accounts in the address bar."
+	case "bad_form_token":
+		return "This form has expired", "Nothing was changed. Open the admin page again and repeat the action from there."
 	case "not_confirmed":
 		return "Nothing was deleted", "The name you typed did not match your user name. To delete the account, type the name exactly on the delete page."
 	case "recreating":

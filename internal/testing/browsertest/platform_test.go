@@ -36,6 +36,9 @@ const gatewayHost = "gw.example.test"
 // different node proxies (see startBrowser).
 const userDomain = "u.example.test"
 
+// adminUser is the auth API's one admin (ADMINS).
+const adminUser = "opal"
+
 // sessionTTL is the auth API's session token lifetime in these tests, short
 // so that a test outlives a token and sees it renewed.
 const sessionTTL = 3 * time.Second
@@ -87,7 +90,7 @@ func startPlatform(t *testing.T, mode userorigin.Mode) *platform {
 	return platformOf(t, mode, platformtest.Start(t, platformtest.Options{
 		Sim:       simtest.Options{Replicas: 2, TrustedHosts: gatewayHost, Delays: controller.Delays{Resume: resumeDelay}},
 		ShortIdle: true,
-		Mode:      mode, UserDomain: userDomain, PublicOrigin: gatewayOrigin,
+		Mode:      mode, UserDomain: userDomain, PublicOrigin: gatewayOrigin, Admins: adminUser,
 		SessionTTL: sessionTTL, AuthWakeTimeout: 30 * time.Second, NodeWakeTimeout: wakeTimeout,
 	}))
 }

@@ -29,6 +29,7 @@ func (p *Platform) startAuth(t *testing.T, r int, o Options, logger *slog.Logger
 	override(&c.SessionTTL, o.SessionTTL)
 	override(&c.WakeTimeout, o.AuthWakeTimeout)
 	override(&c.EntryCodeTTL, o.EntryCodeTTL)
+	override(&c.Admins, o.Admins)
 	override(&c.RoutingMode, string(o.Mode))
 	if o.Mode == userorigin.Subdomain {
 		c.UserDomain = o.UserDomain

@@ -66,6 +66,8 @@ type Options struct {
 	PublicOrigin func(port string) string
 	// EntryCodeTTL is the auth API's entry codes' lifetime.
 	EntryCodeTTL time.Duration
+	// Admins is the auth API's ADMINS.
+	Admins string
 
 	// SessionTTL and AuthWakeTimeout are the auth API's session token
 	// lifetime and wake timeout, NodeWakeTimeout the node proxies'.
