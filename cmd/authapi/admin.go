@@ -34,6 +34,9 @@ Commands:
   wake USER        wake the agent
   logout USER      end every session of USER (token and workspace stay)
   rotate USER      replace USER's token; prints the new one, once
+  budget USER --tokens-per-day N
+                   set USER's model tokens per UTC day through the egress
+                   listener (0: no limit; default: the node proxies' limits)
   recreate USER --confirm USER
                    wipe USER's workspace and start afresh; prints the new token
   delete USER --confirm USER
@@ -46,7 +49,7 @@ Flags:
 
 // adminCommands take a USER; the value says whether they need --confirm.
 var adminCommands = map[string]bool{
-	"show": false, "suspend": false, "wake": false, "logout": false, "rotate": false, "recreate": true, "delete": true,
+	"show": false, "suspend": false, "wake": false, "logout": false, "rotate": false, "budget": false, "recreate": true, "delete": true,
 }
 
 // admin runs `authapi admin`.
@@ -62,6 +65,7 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdin
 	perPage := fs.Int("per-page", 100, "list: accounts per page (at most 500)")
 	asJSON := fs.Bool("json", false, "list: print the API's JSON")
 	confirm := fs.String("confirm", "", "recreate, delete: the user name again")
+	perDay := fs.String("tokens-per-day", "", "budget: tokens per UTC day, 0 for no limit, or default")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (a recreate waits for the new sandbox)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, adminUsage)
@@ -100,6 +104,8 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdin
 		return usage("%s needs a USER", cmd)
 	case needs && *confirm != user:
 		return usage("%s destroys %s's workspace: repeat the user name with --confirm %s", cmd, user, user)
+	case cmd == "budget" && *perDay == "":
+		return usage("budget needs --tokens-per-day N (0: no limit) or --tokens-per-day default")
 	}
 	c, err := newAdminClient(*base, *caFile, *tokenFile, getenv, stdin)
 	if err != nil {
@@ -126,8 +132,11 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdin
 		err = c.call(ctx, http.MethodGet, "/admin/accounts/"+url.PathEscape(user), nil, &answer)
 	default:
 		var body any
-		if adminCommands[cmd] {
+		switch {
+		case adminCommands[cmd]:
 			body = map[string]string{"confirm": *confirm}
+		case cmd == "budget":
+			body = map[string]string{"tokens_per_day": *perDay}
 		}
 		err = c.call(ctx, http.MethodPost, "/admin/accounts/"+url.PathEscape(user)+"/"+cmd, body, &answer)
 	}

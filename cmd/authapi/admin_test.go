@@ -48,6 +48,12 @@ func TestAdminCommand(t *testing.T) {
 	if code, out, _ = admin(env, "", "show", "alice"); code != 0 || !strings.Contains(out, `"user":"alice"`) {
 		t.Errorf("show alice: %d %s", code, out)
 	}
+	if code, out, errOut = admin(env, "", "budget", "alice", "--tokens-per-day", "20000"); code != 0 {
+		t.Errorf("budget alice: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ = admin(env, "", "show", "alice"); code != 0 || !strings.Contains(out, `"egress_tokens_per_day":20000`) {
+		t.Errorf("show alice after the budget: %d %s", code, out)
+	}
 	if code, _, errOut = admin(env, "", "logout", "alice"); code != 0 {
 		t.Errorf("logout alice: %d %s", code, errOut)
 	}
@@ -80,6 +86,8 @@ func TestAdminCommand(t *testing.T) {
 		{"plain http across a network", map[string]string{"SANDGATE_URL": "http://sandgate.example.com", "SANDGATE_ADMIN_TOKEN": opsToken}, []string{"list"}, 2, "use https"},
 		{"unknown command", env, []string{"promote", "alice"}, 2, "unknown command"},
 		{"no user", env, []string{"wake"}, 2, "needs a USER"},
+		{"budget without a number", env, []string{"budget", "alice"}, 2, "--tokens-per-day"},
+		{"budget not a number", env, []string{"budget", "alice", "--tokens-per-day", "lots"}, 1, "400"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := admin(tc.env, "", tc.args...)

@@ -61,6 +61,9 @@ type Account struct {
 	TokenHash [sha256.Size]byte
 	Epoch     int64
 	Revoked   []Revoked
+	// TokensPerDay is an admin's egress budget override
+	// (AnnotationEgressTokensPerDay), nil when there is none.
+	TokensPerDay *int64
 }
 
 // Managed reports whether the auth API owns the claim.
@@ -97,6 +100,9 @@ func FromClaim(c *extensions.SandboxClaim) (Account, error) {
 		if err := json.Unmarshal([]byte(s), &a.Revoked); err != nil || len(a.Revoked) > MaxRevoked {
 			return Account{}, fmt.Errorf("%w: revoked sessions", ErrInvalidClaim)
 		}
+	}
+	if n, ok := TokensPerDayOf(c); ok {
+		a.TokensPerDay = &n
 	}
 	return a, nil
 }

@@ -17,6 +17,9 @@ type Caller struct {
 	User    string
 	Sandbox string
 	Pod     string
+	// TokensPerDay is an admin's egress budget override on the user's
+	// claim, nil when there is none.
+	TokensPerDay *int64
 }
 
 // Callers finds the account behind a source address from the Index's
@@ -110,7 +113,7 @@ func (c *Callers) ByIP(ip string) (Caller, error) {
 	if claim.invalid || claim.user == "" || claim.name != x.opts.ClaimPrefix+claim.user {
 		return Caller{}, fmt.Errorf("%w: no valid account", ErrUnknownCaller)
 	}
-	return Caller{User: claim.user, Sandbox: s.name, Pod: pod.name}, nil
+	return Caller{User: claim.user, Sandbox: s.name, Pod: pod.name, TokensPerDay: claim.account.TokensPerDay}, nil
 }
 
 // one returns the single cached entry that m lists under value and that

@@ -2,12 +2,14 @@ package informer
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -36,6 +38,11 @@ func TestCallerByIP(t *testing.T) {
 	invalid.Status.Conditions[0] = metav1.Condition{Type: agents.ConditionReady, Status: metav1.ConditionFalse, Reason: agents.ReasonInvalidConfiguration}
 	impostor := newClaim("bob", "sb")
 	impostor.Name = "other-bob"
+	budgeted := newClaim("bob", "sb")
+	budgeted.Annotations[account.AnnotationEgressTokensPerDay] = "5000"
+	perDay := int64(5000)
+	malformed := newClaim("bob", "sb")
+	malformed.Annotations[account.AnnotationEgressTokensPerDay] = "5k"
 
 	tests := []struct {
 		name string
@@ -64,18 +71,21 @@ func TestCallerByIP(t *testing.T) {
 		{"claim being deleted", "10.0.0.5", []runtime.Object{node, deleting, sandbox, pod}, Caller{}},
 		{"claim not managed", "10.0.0.5", []runtime.Object{node, unmanaged, sandbox, pod}, Caller{}},
 		{"claim not named for its user", "10.0.0.5", []runtime.Object{node, impostor, sandbox, pod}, Caller{}},
+		{"an admin's egress budget on the claim", "10.0.0.5", []runtime.Object{node, budgeted, sandbox, pod},
+			Caller{User: "bob", Sandbox: "sb", Pod: "sb", TokensPerDay: &perDay}},
+		{"a malformed egress budget is none", "10.0.0.5", []runtime.Object{node, malformed, sandbox, pod}, bob},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := runningCallers(t, tt.objs...)
 			got, err := c.ByIP(tt.ip)
-			if tt.want == (Caller{}) {
+			if tt.want.User == "" {
 				if !errors.Is(err, ErrUnknownCaller) {
 					t.Fatalf("CallerByIP(%q) = %+v, %v; want ErrUnknownCaller", tt.ip, got, err)
 				}
 				return
 			}
-			if err != nil || got != tt.want {
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("CallerByIP(%q) = %+v, %v; want %+v", tt.ip, got, err, tt.want)
 			}
 		})

@@ -91,6 +91,7 @@ func TestAdminRefusals(t *testing.T) {
 		{"GET", "/admin/accounts"}, {"GET", "/admin/accounts/bob"},
 		{"POST", "/admin/accounts/bob/suspend"}, {"POST", "/admin/accounts/bob/wake"}, {"POST", "/admin/accounts/bob/logout"},
 		{"POST", "/admin/accounts/bob/rotate"}, {"POST", "/admin/accounts/bob/recreate"}, {"POST", "/admin/accounts/bob/delete"},
+		{"POST", "/admin/accounts/bob/budget"},
 	}
 	for _, tc := range []struct {
 		name    string
@@ -257,6 +258,28 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("wake left alice %s", mode("alice"))
 	}
 
+	for _, bad := range []string{`{}`, `{"tokens_per_day":"5k"}`, `{"tokens_per_day":"-1"}`} {
+		adminJSON(t, in, root, "POST", "/admin/accounts/alice/budget", bad, http.StatusBadRequest, nil)
+	}
+	budget := func() string {
+		t.Helper()
+		c, err := e.claims.Get(t.Context(), "dsh-alice", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Annotations[account.AnnotationEgressTokensPerDay]
+	}
+	adminJSON(t, in, root, "POST", "/admin/accounts/alice/budget", `{"tokens_per_day":"50000"}`, http.StatusOK, &res)
+	var row adminAccountAnswer
+	adminJSON(t, in, root, "GET", "/admin/accounts/alice", "", http.StatusOK, &row)
+	if budget() != "50000" || row.EgressTokensPerDay == nil || *row.EgressTokensPerDay != 50000 {
+		t.Fatalf("budget 50000: annotation %q, row %v", budget(), row.EgressTokensPerDay)
+	}
+	adminJSON(t, in, root, "POST", "/admin/accounts/alice/budget", `{"tokens_per_day":"default"}`, http.StatusOK, &res)
+	if budget() != "" {
+		t.Fatalf("budget default left %q", budget())
+	}
+
 	adminJSON(t, in, root, "POST", "/admin/accounts/alice/logout", "", http.StatusOK, &res)
 	if resp, _ := in.do(t, req{method: "GET", path: "/", cookies: []*http.Cookie{cookies["alice"]}}); cookie(resp, DefaultCookieName) == nil {
 		t.Error("alice's session still opens her account page after sign-out everywhere")
@@ -304,7 +327,7 @@ func TestAdminAPI(t *testing.T) {
 			actions = append(actions, ev.Action)
 		}
 	}
-	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,wake,suspend"; strings.Join(actions, ",") != want {
+	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,wake,suspend"; strings.Join(actions, ",") != want {
 		t.Errorf("alice's recent events by ops: %v, want %s", actions, want)
 	}
 	var byAdmin []string
@@ -313,7 +336,8 @@ func TestAdminAPI(t *testing.T) {
 			byAdmin = append(byAdmin, line["user"].(string)+":"+line["action"].(string)+":"+line["outcome"].(string))
 		}
 	}
-	want := []string{"alice:suspend:ok", "alice:wake:ok", "alice:logout_everywhere:ok", "alice:token_rotate:ok",
+	want := []string{"alice:suspend:ok", "alice:wake:ok", "alice:egress_budget:bad_request", "alice:egress_budget:bad_request",
+		"alice:egress_budget:bad_request", "alice:egress_budget:ok", "alice:egress_budget:ok", "alice:logout_everywhere:ok", "alice:token_rotate:ok",
 		"alice:recreate:not_confirmed", "alice:recreate:not_confirmed", "alice:recreate:ok",
 		"bob:delete:not_confirmed", "bob:delete:ok", "bob:suspend:no_account"}
 	if strings.Join(byAdmin, " ") != strings.Join(want, " ") {

@@ -38,6 +38,9 @@ type accountRow struct {
 	// KeepAwakeUntil and WakeSchedule are the owner's settings.
 	KeepAwakeUntil *time.Time `json:"keep_awake_until,omitempty"`
 	WakeSchedule   string     `json:"wake_schedule,omitempty"`
+	// EgressTokensPerDay is an admin's egress budget for the account (0:
+	// no limit); absent, the node proxies' limits file or default applies.
+	EgressTokensPerDay *int64 `json:"egress_tokens_per_day,omitempty"`
 }
 
 // activityView is the idle rule's view of one Running sandbox.
@@ -184,6 +187,9 @@ func (s *Server) row(user string, c *extensions.SandboxClaim, sb *agents.Sandbox
 	r := accountRow{User: user, State: st, Created: c.CreationTimestamp.UTC(), WakeSchedule: c.Annotations[account.AnnotationWakeSchedule]}
 	if t := account.KeepAwakeUntil(c); t.After(now) {
 		r.KeepAwakeUntil = &t
+	}
+	if n, ok := account.TokensPerDayOf(c); ok {
+		r.EgressTokensPerDay = &n
 	}
 	if sb == nil {
 		r.Why = whyNot(st, c.Status.Conditions)

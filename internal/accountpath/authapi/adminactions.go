@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/sandgate/sandgate/internal/account"
 )
@@ -68,6 +69,16 @@ var adminActions = map[string]adminAction{
 		}
 		s.opts.Metrics.Revocations.WithLabelValues("recreate").Inc()
 		return token, nil
+	},
+	"budget": func(s *Server, r *http.Request, user string, in input) (string, error) {
+		value := strings.TrimSpace(in.TokensPerDay)
+		if value == "default" {
+			value = ""
+		} else if _, err := account.ParseTokensPerDay(value); err != nil {
+			return "", badRequest("%v, or default", err)
+		}
+		noteAudit(r, "tokens_per_day", in.TokensPerDay)
+		return "", s.claims.setAnnotation(r.Context(), user, account.AnnotationEgressTokensPerDay, value)
 	},
 	"delete": func(s *Server, r *http.Request, user string, in input) (string, error) {
 		if in.Confirm != user {

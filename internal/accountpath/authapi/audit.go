@@ -25,6 +25,7 @@ var auditActions = map[string]string{
 	"admin_rotate":   "token_rotate",
 	"admin_recreate": "recreate",
 	"admin_delete":   "delete",
+	"admin_budget":   "egress_budget",
 }
 
 // How the actor of an audited request proved who it is.

@@ -22,6 +22,9 @@ type input struct {
 	// repeat (once, daily, weekdays, or never to clear it).
 	At     string `json:"at"`
 	Repeat string `json:"repeat"`
+	// TokensPerDay is an admin's egress budget for the account: a count,
+	// 0 for no limit, or "default" for the node proxies' own.
+	TokensPerDay string `json:"tokens_per_day"`
 	// Next is the sign-in form's deep link (nextOf bounds it), not read
 	// from JSON.
 	Next string `json:"-"`
@@ -85,7 +88,8 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 			At:      r.PostFormValue("at"),
 			Repeat:  r.PostFormValue("repeat"),
 
-			FormToken: r.PostFormValue("form_token"),
+			FormToken:    r.PostFormValue("form_token"),
+			TokensPerDay: r.PostFormValue("tokens_per_day"),
 		}
 	case "":
 		n, err := io.Copy(io.Discard, r.Body)
@@ -98,7 +102,7 @@ func (s *Server) readInput(w http.ResponseWriter, r *http.Request) (input, error
 	default:
 		return input{}, fmt.Errorf("%w: %s", ErrUnsupportedMedia, media)
 	}
-	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm, in.At, in.Repeat, in.FormToken} {
+	for _, f := range []string{in.User, in.Invite, in.Token, in.Confirm, in.At, in.Repeat, in.FormToken, in.TokensPerDay} {
 		if len(f) > maxFieldLen {
 			return input{}, badRequest("a field is longer than %d bytes", maxFieldLen)
 		}

@@ -224,6 +224,23 @@ func TestBudgets(t *testing.T) {
 	if u := e.proxy.budgets.usage("bob"); u.Tokens != 5*30 {
 		t.Errorf("bob's tokens today = %d, want %d", u.Tokens, 5*30)
 	}
+
+	// An admin's override on bob's claim (the caller carries it) wins
+	// over the file: 0 lifts the limit (180 used), 200 allows one more.
+	bob, err := e.callers.ByIP(bobIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		perDay int64
+		want   int
+	}{{0, http.StatusOK}, {200, http.StatusOK}, {200, http.StatusTooManyRequests}} {
+		bob.TokensPerDay = &tc.perDay
+		e.callers.set(bobIP, bob)
+		if status, _ := read(t, e.call(bobIP, "/openai/chat/completions", completion)); status != tc.want {
+			t.Errorf("bob's call with an override of %d tokens a day = %d, want %d", tc.perDay, status, tc.want)
+		}
+	}
 }
 
 // TestStreamArrivesChunkByChunk: the first event reaches the sandbox while

@@ -326,9 +326,14 @@ func (p *Proxy) prepare(ctx *fasthttp.RequestCtx, c *call, up *upstream) error {
 	return nil
 }
 
-// admit takes the call and its reservation from the caller's budget.
+// admit takes the call and its reservation from the caller's budget:
+// the limits file's (or the default), unless an admin set the user's
+// tokens per day on the claim.
 func (p *Proxy) admit(c *call) error {
 	c.limits = p.limits.forUser(c.caller.User)
+	if n := c.caller.TokensPerDay; n != nil {
+		c.limits.TokensPerDay = *n
+	}
 	g, why, after := p.budgets.admit(c.caller.User, c.limits, c.grant.reserve)
 	if why != "" {
 		c.retryAfter = after

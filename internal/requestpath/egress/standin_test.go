@@ -123,6 +123,12 @@ func (f *fakeCallers) ByIP(ip string) (informer.Caller, error) {
 	return c, nil
 }
 
+func (f *fakeCallers) set(ip string, c informer.Caller) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[ip] = c
+}
+
 func (f *fakeCallers) remove(ip string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
