@@ -59,6 +59,11 @@ type Entry struct {
 	// BusyUntil is the time the agent said it is busy until, unix
 	// milliseconds; 0: it has not, or said it is done.
 	BusyUntil int64 `json:"busy_until,omitempty"`
+	// ModelTokens is how many model tokens the sandbox's user has used
+	// through this node's egress listener on UTC day ModelTokensDay (days
+	// since 1970-01-01); 0: none that day.
+	ModelTokens    int64 `json:"model_tokens,omitempty"`
+	ModelTokensDay int64 `json:"model_tokens_day,omitempty"`
 }
 
 // Key returns the entry's sandbox key.

@@ -75,6 +75,9 @@ type entry struct {
 	lastModel  atomic.Int64 // unix nanoseconds of the last model call's start or end
 	modelCalls atomic.Int64 // of inFlight, the model calls
 	busyUntil  atomic.Int64 // unix nanoseconds the agent said it is busy until; 0: not busy
+	// tokens is the user's model tokens on UTC day tokensDay, as the
+	// egress listener last counted them.
+	tokens, tokensDay atomic.Int64
 }
 
 // delta is one event's change to an entry.
@@ -146,6 +149,21 @@ func (t *Tracker) Busy(k Key, until time.Time) {
 	t.signal()
 }
 
+// ModelTokens records that k's user has used tokens model tokens through
+// the egress listener on UTC day day (days since 1970-01-01); the entry is
+// kept, and reported, until that day ends.
+func (t *Tracker) ModelTokens(k Key, day, tokens int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[k]
+	if e == nil {
+		e = new(entry)
+		t.m[k] = e
+	}
+	e.tokens.Store(tokens)
+	e.tokensDay.Store(day)
+}
+
 // Changed is signalled (without blocking, coalesced) on activity of any
 // kind on a sandbox that had been silent for Options.Quiet or was unknown.
 // The Reporter listens to it to send an early report.
@@ -212,16 +230,22 @@ func (t *Tracker) Snapshot() []Entry {
 	for k, e := range t.m {
 		last, req, ws := e.last.Load(), max(e.inFlight.Load(), 0), max(e.webSockets.Load(), 0)
 		busy := e.busyUntil.Load()
-		if req == 0 && ws == 0 && now-last >= t.retention && busy <= now {
+		day := e.tokensDay.Load()
+		today := day == now/int64(24*time.Hour)
+		if req == 0 && ws == 0 && now-last >= t.retention && busy <= now && !today {
 			delete(t.m, k)
 			continue
 		}
-		out = append(out, Entry{
+		entry := Entry{
 			Namespace: k.Namespace, Sandbox: k.Name, LastActivity: millis(last),
 			InFlight: req, OpenWebSockets: ws,
 			ModelCalls: min(max(e.modelCalls.Load(), 0), req), LastModelCall: millis(e.lastModel.Load()),
 			BusyUntil: millis(busy),
-		})
+		}
+		if today {
+			entry.ModelTokens, entry.ModelTokensDay = e.tokens.Load(), day
+		}
+		out = append(out, entry)
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Sandbox, b.Sandbox))

@@ -66,6 +66,27 @@ func TestTrackerRetention(t *testing.T) {
 	})
 }
 
+// TestTrackerKeepsTodaysModelTokens: an entry with model tokens counted
+// today is reported with them past its retention, until the UTC day ends;
+// then it goes.
+func TestTrackerKeepsTodaysModelTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(Options{Retention: time.Minute})
+		now := time.Now()
+		midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		tr.ModelTokens(keyA, now.Unix()/86400, 1234)
+		time.Sleep(time.Until(midnight) - time.Second)
+		got := tr.Snapshot()
+		if len(got) != 1 || got[0].ModelTokens != 1234 || got[0].ModelTokensDay != now.Unix()/86400 {
+			t.Fatalf("a second before midnight: %+v, want today's 1234 tokens", got)
+		}
+		time.Sleep(time.Second)
+		if got := tr.Snapshot(); len(got) != 0 {
+			t.Fatalf("after midnight: %+v, want the entry gone", got)
+		}
+	})
+}
+
 // signalled reports whether tr's Changed has a signal waiting, taking it.
 func signalled(tr *Tracker) bool {
 	select {

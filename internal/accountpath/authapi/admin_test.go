@@ -15,8 +15,10 @@ import (
 
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
+	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
+	"github.com/sandgate/sandgate/internal/testing/apidoc"
 	"github.com/sandgate/sandgate/internal/testing/logbuf"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
@@ -24,7 +26,7 @@ import (
 // adminStart runs a replica whose Activity is a real sweeper over e (its
 // Sandbox cache backs the admin views), with ops an admin, and signs up
 // ops, alice and bob.
-func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens map[string]string, cookies map[string]*http.Cookie, audit *logbuf.Buffer) {
+func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens map[string]string, cookies map[string]*http.Cookie, audit *logbuf.Buffer, sw *sweeper.Sweeper) {
 	t.Helper()
 	e = newEnv(t)
 	e.warm(t)
@@ -50,7 +52,7 @@ func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens
 	for _, u := range []string{"ops", "alice", "bob"} {
 		tokens[u], cookies[u] = in.signupJSON(t, u)
 	}
-	return e, in, tokens, cookies, audit
+	return e, in, tokens, cookies, audit, sw
 }
 
 func bearerOf(tok string) map[string]string {
@@ -73,7 +75,7 @@ func (in *instance) pageOf(extra map[string]string) map[string]string {
 // (403), and groups from anyone but the SSO proxy asserting that very
 // user; each refusal changes nothing.
 func TestAdminRefusals(t *testing.T) {
-	e, in, tokens, cookies, _ := adminStart(t, func(o *Options) {
+	e, in, tokens, cookies, _, _ := adminStart(t, func(o *Options) {
 		o.AuthProxyHeader, o.AdminGroups = "X-Forwarded-User", []string{"staff-ops"}
 	})
 	_, rootPage := in.do(t, req{method: "GET", path: "/admin/accounts/ops", cookies: []*http.Cookie{cookies["ops"]}, header: in.pageOf(nil)})
@@ -125,9 +127,11 @@ func TestAdminRefusals(t *testing.T) {
 				if tc.cookie != nil {
 					rq.cookies = []*http.Cookie{tc.cookie}
 				}
-				if resp, body := in.do(t, rq); resp.StatusCode != tc.want {
+				resp, body := in.do(t, rq)
+				if resp.StatusCode != tc.want {
 					t.Errorf("%s %s = %d %.200s, want %d", rt.method, rt.path, resp.StatusCode, body, tc.want)
 				}
+				adminDocLists(t, rt.method, rt.path, resp.StatusCode)
 			}
 		})
 	}
@@ -177,13 +181,14 @@ func mustAccount(t *testing.T, c *extensions.SandboxClaim) account.Account {
 }
 
 // adminJSON sends an admin API request with root's token and decodes the
-// answer into v, failing unless it is want.
+// answer into v, failing unless it is want and docs/api.md lists it.
 func adminJSON(t *testing.T, in *instance, token, method, path, body string, want int, v any) {
 	t.Helper()
 	resp, got := in.do(t, req{method: method, path: path, json: body, header: bearerOf(token)})
 	if resp.StatusCode != want {
 		t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, got, want)
 	}
+	adminDocLists(t, method, path, resp.StatusCode)
 	if v != nil {
 		mustJSON(t, got, v)
 	}
@@ -193,7 +198,7 @@ func adminJSON(t *testing.T, in *instance, token, method, path, body string, wan
 // does what it says on the account in the path only, answers the API and
 // writes one audit event naming the admin, which the account's view lists.
 func TestAdminAPI(t *testing.T) {
-	e, in, tokens, cookies, audit := adminStart(t, nil)
+	e, in, tokens, cookies, audit, sw := adminStart(t, nil)
 	root := tokens["ops"]
 	var page accountPage
 	adminJSON(t, in, root, "GET", "/admin/accounts", "", http.StatusOK, &page)
@@ -209,6 +214,18 @@ func TestAdminAPI(t *testing.T) {
 		}
 		return page.States[StateReady] == 3
 	})
+	now := time.Now()
+	report := activity.Report{Node: "node-a", SentAt: now.UnixMilli(), Entries: []activity.Entry{{
+		Namespace: e.ns, Sandbox: page.Accounts[0].Sandbox, LastActivity: now.Add(-time.Minute).UnixMilli(),
+		ModelTokens: 777, ModelTokensDay: now.Unix() / 86400,
+	}}}
+	testkit.Eventually(t, "the leader takes a report", func() bool { return sw.Observe(report) == nil })
+	var alice adminAccountAnswer
+	adminJSON(t, in, root, "GET", "/admin/accounts/alice", "", http.StatusOK, &alice)
+	if alice.ModelTokensToday == nil || *alice.ModelTokensToday != 777 || alice.Activity == nil || !alice.Activity.Exact ||
+		alice.Activity.LastActive == nil || alice.Activity.Source == "" {
+		t.Errorf("alice on the leader after a report: tokens %d, activity %+v", deref(alice.ModelTokensToday), alice.Activity)
+	}
 	for _, tc := range []struct {
 		query string
 		want  []string
@@ -327,7 +344,7 @@ func TestAdminAPI(t *testing.T) {
 			actions = append(actions, ev.Action)
 		}
 	}
-	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,wake,suspend"; strings.Join(actions, ",") != want {
+	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,wake,suspend_now"; strings.Join(actions, ",") != want {
 		t.Errorf("alice's recent events by ops: %v, want %s", actions, want)
 	}
 	var byAdmin []string
@@ -336,10 +353,10 @@ func TestAdminAPI(t *testing.T) {
 			byAdmin = append(byAdmin, line["user"].(string)+":"+line["action"].(string)+":"+line["outcome"].(string))
 		}
 	}
-	want := []string{"alice:suspend:ok", "alice:wake:ok", "alice:egress_budget:bad_request", "alice:egress_budget:bad_request",
+	want := []string{"alice:suspend_now:ok", "alice:wake:ok", "alice:egress_budget:bad_request", "alice:egress_budget:bad_request",
 		"alice:egress_budget:bad_request", "alice:egress_budget:ok", "alice:egress_budget:ok", "alice:logout_everywhere:ok", "alice:token_rotate:ok",
 		"alice:recreate:not_confirmed", "alice:recreate:not_confirmed", "alice:recreate:ok",
-		"bob:delete:not_confirmed", "bob:delete:ok", "bob:suspend:no_account"}
+		"bob:delete:not_confirmed", "bob:delete:ok", "bob:suspend_now:no_account"}
 	if strings.Join(byAdmin, " ") != strings.Join(want, " ") {
 		t.Errorf("audit events naming the admin:\n got %v\nwant %v", byAdmin, want)
 	}
@@ -347,5 +364,34 @@ func TestAdminAPI(t *testing.T) {
 		if strings.Contains(audit.String(), secret) {
 			t.Error("a token is in the audit stream")
 		}
+	}
+}
+
+func deref(n *int64) any {
+	if n == nil {
+		return nil
+	}
+	return *n
+}
+
+// adminDocLists fails unless docs/api.md's row of the admin endpoint that
+// path is lists code.
+func adminDocLists(t *testing.T, method, path string, code int) {
+	t.Helper()
+	doc, err := apidoc.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _, _ = strings.Cut(path, "?")
+	parts := strings.Split(strings.TrimPrefix(path, "/admin/accounts"), "/")
+	endpoint := method + " /admin/accounts"
+	switch len(parts) {
+	case 2:
+		endpoint += "/<user>"
+	case 3:
+		endpoint += "/<user>/<action>"
+	}
+	if err := doc.Lists(endpoint, code); err != nil {
+		t.Error(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
@@ -23,6 +24,14 @@ import (
 type sandboxCache interface {
 	Sandbox(name string) (*agents.Sandbox, bool)
 }
+
+// usageView is what the admin views ask of the sweeper: the model tokens a
+// user used today, which only the leader knows.
+type usageView interface {
+	ModelTokensToday(sb *agents.Sandbox, now time.Time) (int64, bool)
+}
+
+var _ usageView = (*sweeper.Sweeper)(nil)
 
 // accountRow is one account as the admin page and API show it.
 type accountRow struct {
@@ -41,6 +50,9 @@ type accountRow struct {
 	// EgressTokensPerDay is an admin's egress budget for the account (0:
 	// no limit); absent, the node proxies' limits file or default applies.
 	EgressTokensPerDay *int64 `json:"egress_tokens_per_day,omitempty"`
+	// ModelTokensToday is what the account used today (UTC) through the
+	// egress listeners; absent where this replica does not lead the sweep.
+	ModelTokensToday *int64 `json:"model_tokens_today,omitempty"`
 }
 
 // activityView is the idle rule's view of one Running sandbox.
@@ -197,6 +209,11 @@ func (s *Server) row(user string, c *extensions.SandboxClaim, sb *agents.Sandbox
 	}
 	r.Sandbox, r.Node = sb.Name, sb.Status.NodeName
 	r.Why = whyNot(st, sb.Status.Conditions)
+	if u, ok := s.opts.Activity.(usageView); ok {
+		if n, ok := u.ModelTokensToday(sb, now); ok {
+			r.ModelTokensToday = &n
+		}
+	}
 	if idle, ok := s.opts.Activity.(idleView); ok && st == StateReady {
 		v := idle.Idle(c, sb, now)
 		a := &activityView{Exact: v.Exact, Source: string(v.Reason)}

@@ -19,7 +19,7 @@ var auditActions = map[string]string{
 
 	"logout_everywhere": "logout_everywhere",
 
-	"admin_suspend":  "suspend",
+	"admin_suspend":  "suspend_now",
 	"admin_wake":     "wake",
 	"admin_logout":   "logout_everywhere",
 	"admin_rotate":   "token_rotate",

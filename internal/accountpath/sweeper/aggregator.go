@@ -24,6 +24,9 @@ type State struct {
 	// BusyUntil is the latest busy declaration the live nodes report, on
 	// this replica's clock; zero when none.
 	BusyUntil time.Time
+	// ModelTokens sums the model tokens its user used today (UTC, by the
+	// leader's clock) through the egress listeners of the nodes reporting.
+	ModelTokens int64
 }
 
 // Aggregator merges the activity reports of all nodes. It is safe for
@@ -41,7 +44,11 @@ type Aggregator struct {
 type nodeState struct {
 	received time.Time
 	busy     map[activity.Key]work // only entries with open work or a busy declaration
+	tokens   map[activity.Key]dayTokens
 }
+
+// dayTokens is a node's count of model tokens on one UTC day.
+type dayTokens struct{ day, tokens int64 }
 
 type work struct {
 	inFlight, webSockets, modelCalls int64
@@ -67,6 +74,7 @@ func NewAggregator(reportInterval time.Duration) *Aggregator {
 // moved onto this clock by its distance from SentAt.
 func (a *Aggregator) Observe(r activity.Report, received time.Time) {
 	busy := make(map[activity.Key]work)
+	tokens := make(map[activity.Key]dayTokens)
 	onClock := func(ms int64) time.Time { return received.Add(time.Duration(ms-r.SentAt) * time.Millisecond) }
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -88,8 +96,11 @@ func (a *Aggregator) Observe(r activity.Report, received time.Time) {
 		if e.LastModelCall > 0 {
 			a.lastModel[k] = latest(a.lastModel[k], onClock(min(e.LastModelCall, r.SentAt)))
 		}
+		if e.ModelTokens > 0 {
+			tokens[k] = dayTokens{day: e.ModelTokensDay, tokens: e.ModelTokens}
+		}
 	}
-	a.nodes[r.Node] = &nodeState{received: received, busy: busy}
+	a.nodes[r.Node] = &nodeState{received: received, busy: busy, tokens: tokens}
 }
 
 // State returns what is known about k at now.
@@ -106,6 +117,9 @@ func (a *Aggregator) State(k activity.Key, now time.Time) State {
 		s.WebSockets += w.webSockets
 		s.ModelCalls += w.modelCalls
 		s.BusyUntil = latest(s.BusyUntil, w.busyUntil)
+		if t := n.tokens[k]; t.day == now.UTC().Unix()/86400 {
+			s.ModelTokens += t.tokens
+		}
 	}
 	return s
 }

@@ -57,6 +57,28 @@ func TestAggregatorInFlight(t *testing.T) {
 	}
 }
 
+// TestAggregatorModelTokens: today's model tokens are summed over the
+// nodes that report them for today; another day's count does not count.
+func TestAggregatorModelTokens(t *testing.T) {
+	a := NewAggregator(10 * time.Second)
+	t0 := time.Date(2026, 12, 7, 23, 59, 50, 0, time.UTC)
+	today, ms := t0.Unix()/86400, t0.UnixMilli()
+	tokens := func(n, day int64) activity.Entry {
+		e := entry("a", 0, 0, 0, ms)
+		e.ModelTokens, e.ModelTokensDay = n, day
+		return e
+	}
+	a.Observe(activity.Report{Node: "n1", SentAt: ms, Entries: []activity.Entry{tokens(300, today)}}, t0)
+	a.Observe(activity.Report{Node: "n2", SentAt: ms, Entries: []activity.Entry{tokens(40, today)}}, t0)
+	a.Observe(activity.Report{Node: "n3", SentAt: ms, Entries: []activity.Entry{tokens(5000, today-1)}}, t0)
+	if got := a.State(keyA, t0).ModelTokens; got != 340 {
+		t.Errorf("model tokens today %d, want 340 (n1 and n2)", got)
+	}
+	if got := a.State(keyA, t0.Add(10*time.Second)).ModelTokens; got != 0 {
+		t.Errorf("model tokens after midnight %d, want 0", got)
+	}
+}
+
 func TestAggregatorRetainAndReset(t *testing.T) {
 	a := NewAggregator(10 * time.Second)
 	t0 := time.Unix(1_000_000, 0)

@@ -61,3 +61,13 @@ func (s *Sweeper) Idle(c *extensions.SandboxClaim, sb *agents.Sandbox, now time.
 		BusyUntil: in.State.BusyUntil, AllowanceLeft: in.AllowanceLeft, Exact: true,
 	}
 }
+
+// ModelTokensToday is how many model tokens the user of sb used today
+// through the egress listeners, as the nodes report them; ok only on the
+// leader, which alone receives the reports.
+func (s *Sweeper) ModelTokensToday(sb *agents.Sandbox, now time.Time) (tokens int64, ok bool) {
+	if t := s.leading.Load(); t == nil || !s.Leading() {
+		return 0, false
+	}
+	return s.agg.State(activity.Key{Namespace: sb.Namespace, Name: sb.Name}, now).ModelTokens, true
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandgate/sandgate/internal/activity"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
@@ -13,7 +14,8 @@ import (
 
 // TestModelCallsAreActivity: an admitted call is work in flight on its
 // sandbox from admission to the stream's last byte, then its last
-// activity; a refused call is no activity.
+// activity, with the user's model tokens today; a refused call is no
+// activity.
 func TestModelCallsAreActivity(t *testing.T) {
 	tr := activity.New(activity.Options{})
 	e := newEnv(t, func(o *Options) { o.Activity, o.Namespace = tr, "agents" })
@@ -42,6 +44,9 @@ func TestModelCallsAreActivity(t *testing.T) {
 		en, ok := entry("sb-alice")
 		return ok && en.InFlight == 0 && en.ModelCalls == 0
 	})
+	if en, _ := entry("sb-alice"); en.ModelTokens != 30 || en.ModelTokensDay != time.Now().Unix()/86400 {
+		t.Errorf("alice's sandbox after one call: %d model tokens on day %d, want 30 today", en.ModelTokens, en.ModelTokensDay)
+	}
 
 	if resp := e.call(bobIP, "/openai/no/such/path", `{}`); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("refused call = %d, want 404", resp.StatusCode)

@@ -45,6 +45,8 @@ type userBudget struct {
 type Usage struct {
 	Requests int64
 	Tokens   int64
+	// Day is the UTC day counted, in days since 1970-01-01.
+	Day int64
 }
 
 func newBudgets(now func() time.Time, inFlight int) *budgets {
@@ -130,9 +132,9 @@ func (b *budgets) usage(user string) Usage {
 	defer b.mu.Unlock()
 	u := b.users[user]
 	if u == nil || u.day != utcDay(now) {
-		return Usage{}
+		return Usage{Day: utcDay(now)}
 	}
-	return Usage{Requests: u.requests, Tokens: u.used}
+	return Usage{Requests: u.requests, Tokens: u.used, Day: u.day}
 }
 
 // limitSource is each user's Limits: Options.Default, overridden by the

@@ -48,6 +48,7 @@ type Activity interface {
 	BeginModelCall(activity.Key)
 	EndModelCall(activity.Key)
 	Busy(k activity.Key, until time.Time)
+	ModelTokens(k activity.Key, day, tokens int64)
 }
 
 // Options configures a Proxy; main fills it from the settings.

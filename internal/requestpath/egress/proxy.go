@@ -450,7 +450,10 @@ func (p *Proxy) finish(c *call) {
 		charged = c.charge()
 		p.budgets.settle(c.caller.User, c.grant, charged, c.limits)
 		if p.opts.Activity != nil {
-			p.opts.Activity.EndModelCall(p.activityKey(c))
+			k := p.activityKey(c)
+			u := p.budgets.usage(c.caller.User)
+			p.opts.Activity.ModelTokens(k, u.Day, u.Tokens)
+			p.opts.Activity.EndModelCall(k)
 		}
 	}
 	name := c.provider

@@ -129,7 +129,7 @@ func TestAdminPage(t *testing.T) {
 		return until(ctx, "the list without carol", `location.pathname === '/admin/accounts' && !document.querySelector('a[href="/admin/accounts/carol"]')`)
 	})
 
-	want := []string{"suspend:ok", "wake:ok", "logout_everywhere:ok", "token_rotate:ok", "delete:ok"}
+	want := []string{"suspend_now:ok", "wake:ok", "logout_everywhere:ok", "token_rotate:ok", "delete:ok"}
 	var got []string
 	for _, line := range testkit.JSONLines(t, p.logs.String()) {
 		if line["log"] == "audit" && line["admin"] == adminUser && line["user"] == "carol" {
