@@ -73,6 +73,7 @@ func Defaults() Config {
 		InternalAudience:       authapi.DefaultInternalAudience,
 		AllowedServiceAccounts: "system:serviceaccount:sandgate-node:nodeproxy",
 		TokenReviewCacheTTL:    authapi.DefaultTokenReviewCacheTTL,
+		AdminGroupsHeader:      authapi.DefaultAdminGroupsHeader,
 		SignupBudget:           authapi.DefaultSignupBudget, InternalReviewLimit: authapi.DefaultInternalReviewLimit, InternalReviewBudget: authapi.DefaultInternalReviewBudget,
 		ShutdownTimeout: 20 * time.Second, DrainDelay: 10 * time.Second, LogLevel: "info",
 		IdleTimeout: sweeper.DefaultIdleTimeout, ReportInterval: sweeper.DefaultReportInterval,
@@ -134,7 +135,7 @@ func (c *Config) Settings() []settings.Setting {
 		settings.Var("leader-retry-period", "LEADER_RETRY_PERIOD", "how often replicas try to take or renew the Lease", settings.Duration(&c.RetryPeriod)),
 		settings.Var("admins", "ADMINS", "comma-separated account names that may use the admin page (/admin/accounts) and API", settings.String(&c.Admins)),
 		settings.Var("admin-groups", "ADMIN_GROUPS", "comma-separated SSO groups whose members are admins (needs AUTH_PROXY_HEADER: believed only beside the user the SSO proxy asserts)", settings.String(&c.AdminGroups)),
-		settings.Var("admin-groups-header", "ADMIN_GROUPS_HEADER", "header the SSO proxy lists the user's groups in; empty means "+authapi.DefaultAdminGroupsHeader+" (oauth2-proxy)", settings.String(&c.AdminGroupsHeader)),
+		settings.Var("admin-groups-header", "ADMIN_GROUPS_HEADER", "header the SSO proxy lists the user's groups in, comma-separated (oauth2-proxy's with --pass-user-headers)", settings.String(&c.AdminGroupsHeader)),
 		settings.Var("pod-name", "POD_NAME", "this replica's pod name, for the sweeper's leader lease; empty uses the host name", settings.String(&c.PodName)),
 		settings.Var("pod-ip", "POD_IP", "address where other replicas reach this one's internal listener; empty uses the listener's host or 127.0.0.1", settings.String(&c.PodIP)),
 	}
