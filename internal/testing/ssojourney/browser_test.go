@@ -48,6 +48,12 @@ func newBrowser(t *testing.T, p *ssoPlatform) *browser {
 // status and body.
 func (b *browser) do(t *testing.T, method, path string, form url.Values) (int, string) {
 	t.Helper()
+	return b.doWith(t, method, path, form, nil)
+}
+
+// doWith is do with more request headers.
+func (b *browser) doWith(t *testing.T, method, path string, form url.Values, header map[string]string) (int, string) {
+	t.Helper()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -60,6 +66,9 @@ func (b *browser) do(t *testing.T, method, path string, form url.Values) (int, s
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", b.p.origin())
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {

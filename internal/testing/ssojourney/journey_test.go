@@ -23,7 +23,9 @@ const sessionCookie = "dsh_gw_session"
 
 // TestSSOJourney walks users through the SSO variant's real parts: sign in
 // at the provider through oauth2-proxy, sign up on the first visit, the
-// agent page, WebSocket and SSE through the node proxies, logout, a login
+// agent page, WebSocket and SSE through the node proxies, the admin page
+// for a member of ADMIN_GROUPS (oauth2-proxy's X-Forwarded-Groups), which a
+// forged group header straight to a node proxy never opens, logout, a login
 // change at the provider that keeps the account (the identity is the
 // provider's subject), another subject with the old login that does not
 // get it, a user outside the allowed group refused by oauth2-proxy, and
@@ -58,6 +60,25 @@ func TestSSOJourney(t *testing.T) {
 	t.Run("WebSocket and SSE through the node proxies", func(t *testing.T) {
 		b.websocketEcho(t, user)
 		b.events(t, user, 2)
+	})
+
+	t.Run("a member of ADMIN_GROUPS opens the admin page through oauth2-proxy, and only through it", func(t *testing.T) {
+		navigation := map[string]string{"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+		code, body := b.doWith(t, http.MethodGet, "/admin/accounts", nil, navigation)
+		if code != http.StatusOK || !strings.Contains(body, `href="/admin/accounts/`+user+`"`) {
+			t.Fatalf("the admin page for a member of %s: %d %.500s", allowedGroup, code, body)
+		}
+		page := map[string]string{"Cookie": sessionCookie + "=" + b.cookie(sessionCookie), "X-Forwarded-Groups": allowedGroup, "Accept": "text/html"}
+		for k, v := range navigation {
+			page[k] = v
+		}
+		for _, f := range []forgery{{from: net.IPv4(127, 0, 0, 9), header: page}, {from: net.IPv4(127, 0, 0, 1), header: page}} {
+			for _, node := range p.nodeAddrs {
+				if code, _ := f.send(t, node, http.MethodGet, "/admin/accounts", alice.Subject); code != http.StatusForbidden {
+					t.Errorf("alice's session with a forged group at %s from %s: %d, want 403", node, f.from, code)
+				}
+			}
+		}
 	})
 
 	t.Run("requests that skip oauth2-proxy with a forged identity are refused", func(t *testing.T) {
@@ -209,8 +230,9 @@ func TestSSOJourney(t *testing.T) {
 // forgery is a request that skips oauth2-proxy: from an address, with an
 // Authorization value or none.
 type forgery struct {
-	from net.IP
-	auth string
+	from   net.IP
+	auth   string
+	header map[string]string // more headers, set last
 }
 
 // send sends method path straight to a node proxy as f says, with
@@ -238,6 +260,9 @@ func (f forgery) send(t *testing.T, node, method, path, identity string) (int, s
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range f.header {
+		req.Header.Set(k, v)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

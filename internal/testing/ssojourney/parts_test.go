@@ -181,6 +181,7 @@ func startSSOPlatform(t *testing.T) *ssoPlatform {
 		"POD_NAME=authapi-0", "POD_IP=127.0.0.1", "COOKIE_SECURE=false", "ALLOW_INSECURE_COOKIES=1",
 		"INTERNAL_ALLOWED_SERVICE_ACCOUNTS=system:serviceaccount:" + ns + ":nodeproxy",
 		"TRUSTED_PROXIES=127.0.0.0/8", "AUTH_PROXY_HEADER=" + identityHeader, "WAKE_TIMEOUT=60s",
+		"ADMIN_GROUPS=" + allowedGroup,
 	}, answers("http://"+authOps+"/readyz"))
 
 	clustertest.GrantNodeProxy(t, p.sim.Core, ns)
