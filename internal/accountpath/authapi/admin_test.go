@@ -292,6 +292,16 @@ func TestAdminAPI(t *testing.T) {
 	if budget() != "50000" || row.EgressTokensPerDay == nil || *row.EgressTokensPerDay != 50000 {
 		t.Fatalf("budget 50000: annotation %q, row %v", budget(), row.EgressTokensPerDay)
 	}
+	for _, tc := range []struct{ perDay, shown string }{{"50000", "50000 (set by an admin)"}, {"0", "no limit (set by an admin)"}} {
+		adminJSON(t, in, root, "POST", "/admin/accounts/alice/budget", `{"tokens_per_day":"`+tc.perDay+`"}`, http.StatusOK, &res)
+		for _, path := range []string{"/admin/accounts/alice", "/admin/accounts"} {
+			resp, body := in.do(t, req{method: "GET", path: path, cookies: []*http.Cookie{cookies["ops"]}, header: in.pageOf(nil)})
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, strings.TrimSuffix(tc.shown, " (set by an admin)")) ||
+				path == "/admin/accounts/alice" && !strings.Contains(body, tc.shown) {
+				t.Errorf("%s with a budget of %s: %d, want %q shown:\n%.3000s", path, tc.perDay, resp.StatusCode, tc.shown, body)
+			}
+		}
+	}
 	adminJSON(t, in, root, "POST", "/admin/accounts/alice/budget", `{"tokens_per_day":"default"}`, http.StatusOK, &res)
 	if budget() != "" {
 		t.Fatalf("budget default left %q", budget())
@@ -344,7 +354,7 @@ func TestAdminAPI(t *testing.T) {
 			actions = append(actions, ev.Action)
 		}
 	}
-	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,wake,suspend_now"; strings.Join(actions, ",") != want {
+	if want := "recreate,recreate,recreate,token_rotate,logout_everywhere,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,egress_budget,wake,suspend_now"; strings.Join(actions, ",") != want {
 		t.Errorf("alice's recent events by ops: %v, want %s", actions, want)
 	}
 	var byAdmin []string
@@ -354,7 +364,8 @@ func TestAdminAPI(t *testing.T) {
 		}
 	}
 	want := []string{"alice:suspend_now:ok", "alice:wake:ok", "alice:egress_budget:bad_request", "alice:egress_budget:bad_request",
-		"alice:egress_budget:bad_request", "alice:egress_budget:ok", "alice:egress_budget:ok", "alice:logout_everywhere:ok", "alice:token_rotate:ok",
+		"alice:egress_budget:bad_request", "alice:egress_budget:ok", "alice:egress_budget:ok", "alice:egress_budget:ok", "alice:egress_budget:ok",
+		"alice:logout_everywhere:ok", "alice:token_rotate:ok",
 		"alice:recreate:not_confirmed", "alice:recreate:not_confirmed", "alice:recreate:ok",
 		"bob:delete:not_confirmed", "bob:delete:ok", "bob:suspend_now:no_account"}
 	if strings.Join(byAdmin, " ") != strings.Join(want, " ") {

@@ -25,6 +25,18 @@ type sandboxCache interface {
 	Sandbox(name string) (*agents.Sandbox, bool)
 }
 
+// Budget says the account's egress budget for the page: the count, "no
+// limit", or "" when the node proxies' own limits apply.
+func (r accountRow) Budget() string {
+	switch {
+	case r.EgressTokensPerDay == nil:
+		return ""
+	case *r.EgressTokensPerDay == 0:
+		return "no limit"
+	}
+	return strconv.FormatInt(*r.EgressTokensPerDay, 10)
+}
+
 // usageView is what the admin views ask of the sweeper: the model tokens a
 // user used today, which only the leader knows.
 type usageView interface {

@@ -21,8 +21,9 @@ import (
 // platform in path routing, where every agent shares the admin's origin:
 // a user is refused it; the admin lists and filters the accounts, opens
 // one and suspends, wakes, signs out everywhere, replaces the token of
-// (seeing the new token once) and deletes it after typing its name, each
-// action an audit event naming the admin. The admin's own agent page's
+// (seeing the new token once), sets the egress budget of, recreates and
+// deletes it after typing its name, each action an audit event naming the
+// admin. The admin's own agent page's
 // script can neither fetch the list nor post an action form, even into
 // its own tab.
 func TestAdminPage(t *testing.T) {
@@ -95,6 +96,33 @@ func TestAdminPage(t *testing.T) {
 		return until(ctx, "the new token, shown once", `document.querySelector('.token pre') && document.querySelector('.token pre').textContent.trim().length >= 40`)
 	})
 
+	s.do("set carol's egress budget", stepTimeout, func(ctx context.Context) error {
+		if err := navigateWant(ctx, s.url("/admin/accounts/carol"), 200, "carol's page"); err != nil {
+			return err
+		}
+		if _, err := eval[bool](ctx, `(() => { document.querySelector('form[action="/admin/accounts/carol/budget"] input[name="tokens_per_day"]').value = ''; return true; })()`); err != nil {
+			return err
+		}
+		if err := typeInto(ctx, `form[action="/admin/accounts/carol/budget"] input[name="tokens_per_day"]`, "12345"); err != nil {
+			return err
+		}
+		if err := click(ctx, `form[action="/admin/accounts/carol/budget"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the budget shown", `document.querySelector('[role="status"]').textContent === 'Done: budget.'
+  && [...document.querySelectorAll('dt')].some(dt => dt.textContent === 'Model tokens a day' && dt.nextElementSibling.textContent === '12345 (set by an admin)')`)
+	})
+	s.do("recreate carol after typing her name", agentTimeout, func(ctx context.Context) error {
+		if err := typeInto(ctx, `form[action="/admin/accounts/carol/recreate"] input[name="confirm"]`, "carol"); err != nil {
+			return err
+		}
+		if err := click(ctx, `form[action="/admin/accounts/carol/recreate"] button`); err != nil {
+			return err
+		}
+		return until(ctx, "the new token of the recreated account", `document.querySelector('main').textContent.includes('was recreated')
+  && document.querySelector('.token pre').textContent.trim().length >= 40`)
+	})
+
 	s.do("the admin's agent script cannot read the admin page", agentTimeout, func(ctx context.Context) error {
 		if err := openAgent(ctx, s, adminUser, "the admin's own agent", s.agentReady(adminUser)); err != nil {
 			return err
@@ -129,7 +157,7 @@ func TestAdminPage(t *testing.T) {
 		return until(ctx, "the list without carol", `location.pathname === '/admin/accounts' && !document.querySelector('a[href="/admin/accounts/carol"]')`)
 	})
 
-	want := []string{"suspend_now:ok", "wake:ok", "logout_everywhere:ok", "token_rotate:ok", "delete:ok"}
+	want := []string{"suspend_now:ok", "wake:ok", "logout_everywhere:ok", "token_rotate:ok", "egress_budget:ok", "recreate:ok", "delete:ok"}
 	var got []string
 	for _, line := range testkit.JSONLines(t, p.logs.String()) {
 		if line["log"] == "audit" && line["admin"] == adminUser && line["user"] == "carol" {
