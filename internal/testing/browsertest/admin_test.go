@@ -23,17 +23,11 @@ import (
 // one and suspends, wakes, signs out everywhere, replaces the token of
 // (seeing the new token once), sets the egress budget of, recreates and
 // deletes it after typing its name, each action an audit event naming the
-// admin. The admin's own agent page's
-// script can neither fetch the list nor post an action form, even into
-// its own tab.
+// admin. The admin's own agent page's script can neither fetch the list
+// nor post an action form, even into its own tab.
 func TestAdminPage(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
 	axeAvailable(t)
-	p := startPlatform(t, userorigin.Path)
-	browser := startBrowser(t, p)
-	t.Logf("screenshots: %s", dir)
-	keepPlatformLog(t, dir, p)
+	p, browser, dir := browserTest(t, userorigin.Path)
 
 	carol := newSession(t, browser, p, dir, "carol")
 	carol.do("carol signs up", agentTimeout, func(ctx context.Context) error {
@@ -175,11 +169,7 @@ func TestAdminPage(t *testing.T) {
 // the navigation's duration as the browser reports it, median and spread
 // of five loads, logged and not asserted.
 func TestAdminPageAtScale(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
-	p := startPlatform(t, userorigin.Path)
-	browser := startBrowser(t, p)
-	keepPlatformLog(t, dir, p)
+	p, browser, dir := browserTest(t, userorigin.Path)
 	s := newSession(t, browser, p, dir, adminUser)
 	s.do("the admin signs up", agentTimeout, func(ctx context.Context) error {
 		_, err := signUp(ctx, s, adminUser)

@@ -21,13 +21,8 @@ import (
 // at /?next=, where a node proxy sends a signed-out browser) that lands
 // on that link.
 func TestAuthPages(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
 	axeAvailable(t)
-	p := startPlatform(t, userorigin.Path)
-	browser := startBrowser(t, p)
-	t.Logf("screenshots: %s", dir)
-	keepPlatformLog(t, dir, p)
+	p, browser, dir := browserTest(t, userorigin.Path)
 	const user = "erin"
 	s := newSession(t, browser, p, dir, user)
 
@@ -188,11 +183,7 @@ func TestAuthPages(t *testing.T) {
 // link into an agent is sent by the node proxy to the landing page with
 // that link in ?next=, and signing in there lands on it.
 func TestAuthDeepLinkThroughNodeProxy(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
-	p := startPlatform(t, userorigin.Path)
-	browser := startBrowser(t, p)
-	keepPlatformLog(t, dir, p)
+	p, browser, dir := browserTest(t, userorigin.Path)
 	const user = "fern"
 	s := newSession(t, browser, p, dir, user)
 	var token string

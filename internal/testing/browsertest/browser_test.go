@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sandgate/sandgate/internal/testing/clustertest"
+	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
 // chromiumPath finds Debian's chromium ($SANDGATE_CHROMIUM, else
@@ -44,6 +45,21 @@ func chromiumPath(t *testing.T) string {
 	}
 	t.Skipf("%s; skipping the browser tests (set CI to make this a failure)", msg)
 	return ""
+}
+
+// browserTest starts what a browser test needs: Chromium (skipping, or
+// failing under CI, without it), the platform in mode, the browser mapped
+// onto it, and the test's artifacts directory, where the platform's log
+// is kept if t fails.
+func browserTest(t *testing.T, mode userorigin.Mode) (p *platform, browser context.Context, dir string) {
+	t.Helper()
+	chromiumPath(t)
+	dir = artifactsDir(t)
+	p = startPlatform(t, mode)
+	browser = startBrowser(t, p)
+	t.Logf("screenshots: %s", dir)
+	keepPlatformLog(t, dir, p)
+	return p, browser, dir
 }
 
 // keepPlatformLog writes p's log into dir if t fails.

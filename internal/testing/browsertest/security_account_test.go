@@ -85,11 +85,8 @@ func evalAsync(ctx context.Context, expression string) (string, error) {
 // a navigation the auth API answers with the token page, whose
 // Cross-Origin-Opener-Policy leaves the script without a handle on it.
 func TestAgentScriptCannotTakeANewToken(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
-	p := startPlatform(t, userorigin.Path)
-	keepPlatformLog(t, dir, p)
-	s := newSession(t, startBrowser(t, p), p, dir, "dora")
+	p, browser, dir := browserTest(t, userorigin.Path)
+	s := newSession(t, browser, p, dir, "dora")
 	var token string
 	s.do("signup", agentTimeout, func(ctx context.Context) error {
 		var err error

@@ -35,11 +35,7 @@ const entryStateCookie = "sandgate_state"
 // (403) of alice as mallory. Mallory's own browser then redeems the same
 // code and opens her agent.
 func TestSecurityEntryCodeBoundToBrowser(t *testing.T) {
-	chromiumPath(t)
-	dir := artifactsDir(t)
-	p := startPlatform(t, userorigin.Subdomain)
-	browser := startBrowser(t, p)
-	keepPlatformLog(t, dir, p)
+	p, browser, dir := browserTest(t, userorigin.Subdomain)
 	mallory := newSession(t, browser, p, dir, "mallory")
 	alice := newSession(t, browser, p, dir, "alice")
 	malloryOrigin := p.agentURL("mallory", "")
