@@ -1,6 +1,7 @@
 package account
 
 import (
+	"strconv"
 	"testing"
 )
 
@@ -36,6 +37,21 @@ func FuzzFromClaim(f *testing.F) {
 		}
 		if ValidateUser(a.User) != nil || a.Epoch < 0 || len(a.Revoked) > MaxRevoked {
 			t.Fatalf("accepted an invalid account %+v", a)
+		}
+	})
+}
+
+func FuzzParseTokensPerDay(f *testing.F) {
+	for _, s := range []string{"0", "50000", "1000000000000", "1000000000001", "-1", "+5", "05", "5k", "", " 5", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseTokensPerDay(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > MaxTokensPerDay || strconv.FormatInt(n, 10) != s {
+			t.Fatalf("accepted %q as %d", s, n)
 		}
 	})
 }

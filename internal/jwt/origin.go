@@ -11,3 +11,7 @@ func OriginAudience(sessionAudience string) string { return sessionAudience + "/
 // EntryAudience is the aud of the single-use entry codes the auth API mints
 // for a user origin and redeems once for an origin session.
 func EntryAudience(sessionAudience string) string { return sessionAudience + "/enter" }
+
+// ReplicaAudience is the aud of the tokens one auth API replica proves
+// itself with to another (only replicas hold the signing keys).
+func ReplicaAudience(sessionAudience string) string { return sessionAudience + "/replica" }

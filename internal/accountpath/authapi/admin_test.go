@@ -2,8 +2,10 @@ package authapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -23,16 +25,14 @@ import (
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
-// adminStart runs a replica whose Activity is a real sweeper over e (its
-// Sandbox cache backs the admin views), with ops an admin, and signs up
-// ops, alice and bob.
-func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens map[string]string, cookies map[string]*http.Cookie, audit *logbuf.Buffer, sw *sweeper.Sweeper) {
+// runSweeper runs a sweeper over e as replica pod, whose internal
+// listener is at addr, until the test ends.
+func runSweeper(t *testing.T, e *env, pod, addr string) *sweeper.Sweeper {
 	t.Helper()
-	e = newEnv(t)
-	e.warm(t)
 	sw, err := sweeper.New(sweeper.Options{
 		Namespace: e.ns, Sandboxes: e.sb.Sandboxes(e.ns), Claims: e.sb.SandboxClaims(e.ns), Leases: e.kube.CoordinationV1(),
-		Identity: sweeper.Identity("authapi-0", "127.0.0.1:1"), IdleTimeout: time.Hour, ReportInterval: time.Minute,
+		Identity: sweeper.Identity(pod, addr), IdleTimeout: time.Hour, ReportInterval: time.Minute,
+		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +41,17 @@ func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens
 	done := make(chan error, 1)
 	go func() { done <- sw.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	return sw
+}
+
+// adminStart runs a replica whose Activity is a real sweeper over e (its
+// Sandbox cache backs the admin views), with ops an admin, and signs up
+// ops, alice and bob.
+func adminStart(t *testing.T, edit func(*Options)) (e *env, in *instance, tokens map[string]string, cookies map[string]*http.Cookie, audit *logbuf.Buffer, sw *sweeper.Sweeper) {
+	t.Helper()
+	e = newEnv(t)
+	e.warm(t)
+	sw = runSweeper(t, e, "authapi-0", "127.0.0.1:1")
 	audit = &logbuf.Buffer{}
 	in = e.start(t, func(o *Options) {
 		o.Activity, o.Admins, o.Audit = sw, []string{"ops"}, slog.New(slog.NewJSONHandler(audit, nil))
@@ -404,5 +415,65 @@ func adminDocLists(t *testing.T, method, path string, code int) {
 	}
 	if err := doc.Lists(endpoint, code); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestAdminFactsFromTheLeader: with two replicas, the one that does not
+// lead the sweep asks the leader for what only it knows (last activity,
+// today's model tokens), with a token only replicas can sign; the leader
+// refuses anyone else.
+func TestAdminFactsFromTheLeader(t *testing.T) {
+	e := newEnv(t)
+	e.warm(t)
+	var ins [2]*instance
+	var sws [2]*sweeper.Sweeper
+	for i := range ins {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sws[i] = runSweeper(t, e, fmt.Sprintf("authapi-%d", i), ln.Addr().String())
+		ins[i] = e.startOn(t, ln, func(o *Options) { o.Activity, o.Admins = sws[i], []string{"ops"} })
+	}
+	ops, _ := ins[0].signupJSON(t, "ops")
+	_, aliceCookie := ins[0].signupJSON(t, "alice")
+	leader := -1
+	testkit.Eventually(t, "a leader", func() bool {
+		for i, sw := range sws {
+			if sw.Leading() {
+				leader = i
+			}
+		}
+		return leader >= 0
+	})
+	other := ins[1-leader]
+	var row adminAccountAnswer
+	testkit.Eventually(t, "alice's sandbox in the other replica's cache", func() bool {
+		adminJSON(t, other, ops, "GET", "/admin/accounts/alice", "", http.StatusOK, &row)
+		return row.Sandbox != ""
+	})
+	now := time.Now()
+	report := activity.Report{Node: "node-a", SentAt: now.UnixMilli(), Entries: []activity.Entry{{
+		Namespace: e.ns, Sandbox: row.Sandbox, LastActivity: now.UnixMilli(), ModelTokens: 4321, ModelTokensDay: now.Unix() / 86400,
+	}}}
+	if err := sws[leader].Observe(report); err != nil {
+		t.Fatal(err)
+	}
+	adminJSON(t, other, ops, "GET", "/admin/accounts/alice", "", http.StatusOK, &row)
+	if row.ModelTokensToday == nil || *row.ModelTokensToday != 4321 || row.Activity == nil || !row.Activity.Exact {
+		t.Errorf("alice on the replica that does not lead: tokens %v, activity %+v; want the leader's 4321, exact", deref(row.ModelTokensToday), row.Activity)
+	}
+	var page accountPage
+	adminJSON(t, other, ops, "GET", "/admin/accounts?q=alice", "", http.StatusOK, &page)
+	if len(page.Accounts) != 1 || deref(page.Accounts[0].ModelTokensToday) != int64(4321) {
+		t.Errorf("the list on the replica that does not lead: %+v", page.Accounts)
+	}
+	for _, tc := range []struct {
+		name, auth string
+	}{{"no token", ""}, {"a session token", "Bearer " + aliceCookie.Value}, {"an admin's bearer token", "Bearer " + ops}} {
+		resp, body := ins[leader].do(t, req{method: "POST", path: accountFactsPath, json: `{"users":["alice"]}`, header: map[string]string{"Authorization": tc.auth}})
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "4321") {
+			t.Errorf("account facts with %s: %d %s, want 401", tc.name, resp.StatusCode, body)
+		}
 	}
 }

@@ -134,7 +134,7 @@ type accountPage struct {
 
 // listAccounts answers q from this replica's caches: the claim informer
 // and the sweeper's Sandbox cache. Only the page's rows ask the idle rule.
-func (s *Server) listAccounts(q accountQuery) accountPage {
+func (s *Server) listAccounts(ctx context.Context, q accountQuery) accountPage {
 	type entry struct {
 		c  *extensions.SandboxClaim
 		a  account.Account
@@ -170,6 +170,7 @@ func (s *Server) listAccounts(q accountQuery) accountPage {
 	for _, e := range matched[from:min(from+q.PerPage, len(matched))] {
 		out.Accounts = append(out.Accounts, s.row(e.a.User, e.c, e.sb, e.st, now))
 	}
+	s.fillFromLeader(ctx, out.Accounts)
 	return out
 }
 
@@ -188,7 +189,9 @@ func (s *Server) adminAccount(ctx context.Context, user string) (accountRow, boo
 	case err != nil:
 		sb = s.cachedSandbox(c)
 	}
-	return s.row(user, c, sb, stateOf(c, sb), s.opts.Now()), true
+	rows := []accountRow{s.row(user, c, sb, stateOf(c, sb), s.opts.Now())}
+	s.fillFromLeader(ctx, rows)
+	return rows[0], true
 }
 
 // cachedSandbox is the Sandbox claim c is bound to, from the sweeper's

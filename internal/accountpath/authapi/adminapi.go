@@ -46,7 +46,7 @@ func (s *Server) handleAdminList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	list := s.listAccounts(q)
+	list := s.listAccounts(r.Context(), q)
 	if ad.auth != authSession {
 		writeJSON(w, http.StatusOK, list)
 		return

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +137,26 @@ func TestSignupInputSeedsAsTable(t *testing.T) {
 			t.Errorf("case %d: user %q code %d (%v), want %q %d", i, user, code, err, tc.user, tc.code)
 		}
 	}
+}
+
+// FuzzAccountQuery: the admin list's query either is refused or names a
+// known state (any case), a page from 1 and at most maxPerPage a page.
+func FuzzAccountQuery(f *testing.F) {
+	for _, q := range []string{"", "state=Ready&q=al&page=2&per_page=50", "state=asleep", "page=0", "per_page=100000", "q=%00", "page=-1&per_page=x"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := accountQueryOf(v)
+		if err != nil {
+			return
+		}
+		if q.Page < 1 || q.PerPage < 1 || q.PerPage > maxPerPage || len(q.Search) > maxFieldLen ||
+			q.State != "" && !slices.ContainsFunc(allStates, func(s string) bool { return strings.EqualFold(s, q.State) }) {
+			t.Fatalf("accepted %q as %+v", raw, q)
+		}
+	})
 }

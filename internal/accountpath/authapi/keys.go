@@ -35,6 +35,8 @@ const (
 	// entryLeeway is the clock leeway on entry codes, which live seconds:
 	// only the replicas' own clocks are involved.
 	entryLeeway = 2 * time.Second
+	// replicaTokenTTL is the lifetime of a replica's token for one call.
+	replicaTokenTTL = time.Minute
 	// propagation covers replicas loading a rotated ring and proxies
 	// refreshing their JWKS after a retired key leaves it.
 	propagation = 2 * time.Minute
@@ -47,6 +49,7 @@ type keyState struct {
 	signer   *jwt.Signer
 	origin   *jwt.Signer // origin sessions (subdomain routing)
 	entry    *jwt.Signer // single-use entry codes
+	replica  *jwt.Signer // one replica's calls to another
 	flashKey []byte      // the Secret's flash-key, from which view is derived
 	// view seals a new bearer token into the token view's cookie
 	// (tokenview.go); every replica derives the same from the Secret.
@@ -242,6 +245,10 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build origin signer: %w", err)
 	}
+	replica, err := signer.WithAudience(jwt.ReplicaAudience(k.audience), replicaTokenTTL)
+	if err != nil {
+		return nil, fmt.Errorf("build replica signer: %w", err)
+	}
 	entry, err := signer.WithAudience(jwt.EntryAudience(k.audience), k.entryTTL)
 	if err != nil {
 		return nil, fmt.Errorf("build entry code signer: %w", err)
@@ -254,7 +261,7 @@ func (k *keyStore) parse(sec *corev1.Secret) (*keyState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("derive admin form key: %w", err)
 	}
-	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, flashKey: flashKey, view: view, adminForm: adminForm, version: sec.ResourceVersion}, nil
+	return &keyState{ring: ring, signer: signer, origin: origin, entry: entry, replica: replica, flashKey: flashKey, view: view, adminForm: adminForm, version: sec.ResourceVersion}, nil
 }
 
 // freshData returns the data of a new signing Secret: ring's keys, or a new
@@ -435,6 +442,7 @@ const (
 	mainSession tokenKind = iota
 	originSession
 	entryCode
+	replicaCall
 )
 
 // sign issues a main session token for c with the current keys and
@@ -455,6 +463,8 @@ func (k *keyStore) signAs(kind tokenKind, c jwt.Claims) (string, jwt.Claims, err
 		signer = st.origin
 	case entryCode:
 		signer = st.entry
+	case replicaCall:
+		signer = st.replica
 	}
 	tok, signed, err := signer.Issue(c)
 	if err != nil {

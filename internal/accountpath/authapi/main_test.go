@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -69,6 +70,12 @@ type instance struct {
 // start runs a replica with e.options() edited by edit and waits for Ready.
 func (e *env) start(t *testing.T, edit func(*Options)) *instance {
 	t.Helper()
+	return e.startOn(t, nil, edit)
+}
+
+// startOn is start serving on ln (nil: a new loopback listener).
+func (e *env) startOn(t *testing.T, ln net.Listener, edit func(*Options)) *instance {
+	t.Helper()
 	o := e.options()
 	logs := &logbuf.Buffer{}
 	o.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -84,7 +91,12 @@ func (e *env) start(t *testing.T, edit func(*Options)) *instance {
 	go func() { in.done <- srv.Run(ctx) }()
 	t.Cleanup(in.stop)
 	testkit.Eventually(t, "auth API ready", srv.Ready)
-	in.http = httptest.NewServer(srv.Handler())
+	in.http = httptest.NewUnstartedServer(srv.Handler())
+	if ln != nil {
+		in.http.Listener.Close()
+		in.http.Listener = ln
+	}
+	in.http.Start()
 	return in
 }
 

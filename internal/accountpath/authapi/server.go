@@ -31,9 +31,11 @@ type Server struct {
 	// originVerifier and entryVerifier check origin sessions and entry
 	// codes (subdomain routing).
 	originVerifier, entryVerifier *jwt.Verifier
-	limiter                       *limiter
-	guard                         *guard
-	pages                         *pages
+	// replicaVerifier checks other replicas' tokens (replicaCall).
+	replicaVerifier *jwt.Verifier
+	limiter         *limiter
+	guard           *guard
+	pages           *pages
 	// recent keeps each account's last audit events for the admin page.
 	recent *recentEvents
 	// dummy is compared against when a login names no usable account, so
@@ -78,6 +80,11 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.entryVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
 		Keys: s.keys, Issuer: opts.Issuer, Audience: jwt.EntryAudience(opts.Audience), Leeway: entryLeeway, Now: opts.Now,
+	}); err != nil {
+		return nil, fmt.Errorf("authapi: %w", err)
+	}
+	if s.replicaVerifier, err = jwt.NewVerifier(jwt.VerifierOptions{
+		Keys: s.keys, Issuer: opts.Issuer, Audience: jwt.ReplicaAudience(opts.Audience), Leeway: entryLeeway, Now: opts.Now,
 	}); err != nil {
 		return nil, fmt.Errorf("authapi: %w", err)
 	}
@@ -128,6 +135,7 @@ func (s *Server) routes() {
 		in.Handle("POST /internal/v1/origin/redeem", s.route("redeem", s.guard.wrap(s, http.HandlerFunc(s.handleRedeem)).ServeHTTP))
 	}
 	if s.opts.Activity != nil {
+		in.Handle("POST "+accountFactsPath, s.route("account_facts", s.handleAccountFacts))
 		in.Handle("POST /internal/v1/activity", s.route("activity", s.guard.wrap(s, http.HandlerFunc(s.handleActivity)).ServeHTTP))
 	}
 	s.internal = in
