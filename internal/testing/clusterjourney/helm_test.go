@@ -23,7 +23,8 @@ const helmRelease, helmNamespace = "sandgate", "default"
 // nodes: the kustomize objects deleted, `helm install` with the images
 // built here, a user served through both nodes, `helm upgrade` to a
 // changed setting that reaches the pods while the user's session holds,
-// and `helm uninstall`, after which no object of sandgate's and no record
+// the admin CLI through the real entries with the admin that upgrade
+// names, and `helm uninstall`, after which no object of sandgate's and no record
 // of the release is left in the cluster.
 func (j *journey) helmLifecycle() {
 	j.t.Helper()
@@ -60,7 +61,7 @@ func (j *journey) helmLifecycle() {
 	j.suspendAndWake(b)
 
 	j.helm(5*time.Minute, "upgrade", helmRelease, filepath.Join(repoRoot(j.t), "charts", "sandgate"),
-		"--reuse-values", "--set-string", "authapi.config.IDLE_TIMEOUT=30m", "--wait", "--timeout=280s")
+		"--reuse-values", "--set-string", "authapi.config.IDLE_TIMEOUT=30m", "--set-string", "authapi.config.ADMINS=bob", "--wait", "--timeout=280s")
 	if got := j.authAPISetting("IDLE_TIMEOUT"); got != "30m" {
 		j.t.Fatalf("after helm upgrade the auth API's IDLE_TIMEOUT is %q, want 30m", got)
 	}
@@ -68,6 +69,7 @@ func (j *journey) helmLifecycle() {
 		resp, body := j.do(i, http.MethodGet, "/u/bob/", "", b.browser(j, i))
 		j.expect(resp, body, http.StatusOK, "bob's session on "+j.e.Nodes[i]+" after helm upgrade")
 	}
+	j.adminCLI(b)
 
 	j.helm(5*time.Minute, "uninstall", helmRelease, "--wait", "--timeout=280s")
 	testkit.Within(j.t, 3*time.Minute, "sandgate's namespaces to be gone after helm uninstall", func() bool {
