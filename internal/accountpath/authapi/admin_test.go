@@ -420,8 +420,8 @@ func adminDocLists(t *testing.T, method, path string, code int) {
 
 // TestAdminFactsFromTheLeader: with two replicas, the one that does not
 // lead the sweep asks the leader for what only it knows (last activity,
-// today's model tokens), with a token only replicas can sign; the leader
-// refuses anyone else.
+// today's model tokens, the idle rule's view on the owner's account page),
+// with a token only replicas can sign; the leader refuses anyone else.
 func TestAdminFactsFromTheLeader(t *testing.T) {
 	e := newEnv(t)
 	e.warm(t)
@@ -462,6 +462,10 @@ func TestAdminFactsFromTheLeader(t *testing.T) {
 	adminJSON(t, other, ops, "GET", "/admin/accounts/alice", "", http.StatusOK, &row)
 	if row.ModelTokensToday == nil || *row.ModelTokensToday != 4321 || row.Activity == nil || !row.Activity.Exact {
 		t.Errorf("alice on the replica that does not lead: tokens %v, activity %+v; want the leader's 4321, exact", deref(row.ModelTokensToday), row.Activity)
+	}
+	if resp, body := other.do(t, req{method: "GET", path: "/", cookies: []*http.Cookie{aliceCookie}}); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "<dt>Last active</dt>") || strings.Contains(body, "did not answer") {
+		t.Errorf("alice's account page on the replica that does not lead: %d, want the leader's last use:\n%.3000s", resp.StatusCode, body)
 	}
 	var page accountPage
 	adminJSON(t, other, ops, "GET", "/admin/accounts?q=alice", "", http.StatusOK, &page)

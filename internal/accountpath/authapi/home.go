@@ -40,7 +40,7 @@ func (s *Server) agentFacts(ctx context.Context, c *extensions.SandboxClaim, sta
 	switch state {
 	case StateReady:
 		facts = append(facts, [2]string{"Running since", when(runningSince(c, sb), now)})
-		facts = append(facts, s.suspendFacts(c, sb, now)...)
+		facts = append(facts, s.suspendFacts(ctx, c, sb, now)...)
 	case StateSuspended:
 		if t := conditionSince(sb.Status.Conditions, agents.ConditionSuspended); !t.IsZero() {
 			facts = append(facts, [2]string{"Suspended since", when(t, now)})
@@ -81,12 +81,15 @@ func runningSince(c *extensions.SandboxClaim, sb *agents.Sandbox) time.Time {
 
 // suspendFacts are the last use, what keeps a Ready sandbox awake and
 // when the idle rule suspends it, or why no time can be given.
-func (s *Server) suspendFacts(c *extensions.SandboxClaim, sb *agents.Sandbox, now time.Time) [][2]string {
+func (s *Server) suspendFacts(ctx context.Context, c *extensions.SandboxClaim, sb *agents.Sandbox, now time.Time) [][2]string {
 	idle, ok := s.opts.Activity.(idleView)
 	if !ok {
 		return [][2]string{{"Suspends", "never: idle suspend is not running on this service"}}
 	}
 	v := idle.Idle(c, sb, now)
+	if !v.Exact {
+		v = s.leaderSuspension(ctx, c, v)
+	}
 	var facts [][2]string
 	if !v.LastActive.IsZero() {
 		facts = append(facts, [2]string{"Last active", when(v.LastActive, now)})
@@ -99,7 +102,7 @@ func (s *Server) suspendFacts(c *extensions.SandboxClaim, sb *agents.Sandbox, no
 		if v.At.After(now) {
 			after += ", not before " + when(v.At, now)
 		}
-		return append(facts, [2]string{"Suspends", after + "; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"})
+		return append(facts, [2]string{"Suspends", after + "; only the replica of this service that runs the idle sweep knows its last use, and it did not answer this page's replica"})
 	}
 	around := "around " + when(v.At, now)
 	var awake, suspends string

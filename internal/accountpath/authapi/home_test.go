@@ -68,14 +68,14 @@ func TestSuspendFacts(t *testing.T) {
 			Decision: sweeper.Decision{Suspend: true, At: now.Add(-time.Minute), Reason: sweeper.ReasonAllowanceUsed}}},
 			[][2]string{{"Suspends", "within moments: your agent says it is busy, but today's busy time is used up"}}},
 		{"another replica", fakeIdle{sweeper.Suspension{IdleTimeout: timeout, Decision: sweeper.Decision{At: now.Add(20 * time.Minute)}}},
-			[][2]string{{"Suspends", "after 30 min without use, not before 2026-12-06 12:20 UTC (20 min from now); only the replica of this service that runs the idle sweep knows its last use, and this page came from another"}}},
+			[][2]string{{"Suspends", "after 30 min without use, not before 2026-12-06 12:20 UTC (20 min from now); only the replica of this service that runs the idle sweep knows its last use, and it did not answer this page's replica"}}},
 		{"another replica, past the earliest", fakeIdle{sweeper.Suspension{IdleTimeout: 45 * time.Second, Decision: sweeper.Decision{At: now.Add(-time.Hour)}}},
-			[][2]string{{"Suspends", "after 45 s without use; only the replica of this service that runs the idle sweep knows its last use, and this page came from another"}}},
+			[][2]string{{"Suspends", "after 45 s without use; only the replica of this service that runs the idle sweep knows its last use, and it did not answer this page's replica"}}},
 		{"no sweeper", nil, [][2]string{{"Suspends", "never: idle suspend is not running on this service"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{opts: Options{Activity: tc.activity}}
-			got := s.suspendFacts(nil, &agents.Sandbox{}, now)
+			got := s.suspendFacts(t.Context(), nil, &agents.Sandbox{}, now)
 			if len(got) != len(tc.want) {
 				t.Fatalf("facts %q, want %q", got, tc.want)
 			}

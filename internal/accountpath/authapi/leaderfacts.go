@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
 // accountFactsPath is where the sweep's leader tells another replica what
@@ -33,6 +35,9 @@ type factsRequest struct {
 type accountFacts struct {
 	Activity         *activityView `json:"activity,omitempty"`
 	ModelTokensToday *int64        `json:"model_tokens_today,omitempty"`
+	// Suspension is the idle rule's view of a Ready sandbox, for its
+	// owner's account page.
+	Suspension *sweeper.Suspension `json:"suspension,omitempty"`
 }
 
 // handleAccountFacts answers another replica, proven by a token only
@@ -65,7 +70,12 @@ func (s *Server) handleAccountFacts(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		row := s.row(user, c, sb, stateOf(c, sb), now)
-		out[user] = accountFacts{Activity: row.Activity, ModelTokensToday: row.ModelTokensToday}
+		f := accountFacts{Activity: row.Activity, ModelTokensToday: row.ModelTokensToday}
+		if idle, ok := s.opts.Activity.(idleView); ok && row.State == StateReady {
+			v := idle.Idle(c, sb, now)
+			f.Suspension = &v
+		}
+		out[user] = f
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"accounts": out})
 }
@@ -100,6 +110,32 @@ func (s *Server) fillFromLeader(ctx context.Context, rows []accountRow) {
 			rows[i].Activity, rows[i].ModelTokensToday = f.Activity, f.ModelTokensToday
 		}
 	}
+}
+
+// leaderSuspension is the leader's idle view of c's sandbox, for its
+// owner's page on a replica that does not lead; local (what this replica
+// knows) when the leader does not answer.
+func (s *Server) leaderSuspension(ctx context.Context, c *extensions.SandboxClaim, local sweeper.Suspension) sweeper.Suspension {
+	if c == nil {
+		return local
+	}
+	a, err := account.FromClaim(c)
+	if err != nil {
+		return local
+	}
+	leader, err := s.opts.Activity.Leader()
+	if err != nil || leader.Self || leader.Addr == "" {
+		return local
+	}
+	facts, err := s.askLeader(ctx, leader.Addr, factsRequest{Users: []string{a.User}})
+	if err != nil {
+		s.log.Warn("account facts from the leader", "leader", leader.Identity, "error", err)
+		return local
+	}
+	if f, ok := facts[a.User]; ok && f.Suspension != nil && f.Suspension.Exact {
+		return *f.Suspension
+	}
+	return local
 }
 
 // askLeader posts req to the leader's internal listener at addr.
