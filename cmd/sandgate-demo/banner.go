@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -50,6 +51,10 @@ func waitForPools(ctx context.Context, restCfg *rest.Config, namespace string, t
 		}
 	}
 }
+
+// demoAdmin is the account the demo's ADMINS names: whoever signs up
+// with this name may use the admin page and API.
+const demoAdmin = "ops"
 
 // readyLine starts the line that tells the user, and the demo's test, that
 // the platform answers, followed by the first node's URL.
@@ -100,8 +105,13 @@ Tour:
      suspend one by hand:
        %s patch sandbox "$(%s get sandboxclaim %s -o jsonpath='{.status.sandbox.name}')" \
          --type merge -p '{"spec":{"operatingMode":"Suspended"}}'
+  5. The admin page: sign up as %s (the demo's ADMINS names it) and open
+     %sadmin/accounts: every account with its state, node and last use,
+     and the actions (suspend, wake, sign out, new token, budget, delete).
+     The same from a shell, with %s's token:
+       SANDGATE_URL=%s SANDGATE_ADMIN_TOKEN=<token> %s admin list
 `, first, first, cfg.nodes, cfg.authReplicas, kubeconfig, k, claim, k, claim, first, last,
-		cfg.idleTimeout, cfg.reportEvery, k, k, k, claim)
+		cfg.idleTimeout, cfg.reportEvery, k, k, k, claim, demoAdmin, first, demoAdmin, first, filepath.Join(cfg.binDir, "authapi"))
 	if cfg.routingMode == string(userorigin.Subdomain) {
 		fmt.Fprintf(w, `
 Subdomain routing: /u/<user>/ on the main origin sends the browser, with a

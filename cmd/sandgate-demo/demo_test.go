@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -40,13 +41,16 @@ const (
 // `make demo` would: it signs up two users through the printed URLs, uses
 // one agent through both nodes past the idle timeout and leaves the other
 // alone, sees the idle one suspended and the used one kept, wakes the idle
-// one with a navigation, and stops the demo with Ctrl-C.
+// one with a navigation, lists the suspended one with the printed admin
+// command as the demo's admin, and stops the demo with Ctrl-C.
 func TestDemo(t *testing.T) {
 	d := startDemo(t)
 	busy, idle := d.client(t), d.client(t)
 	signup := time.Now()
 	busy.signup(t, d.entries[0], "busy")
 	idle.signup(t, d.entries[1], "idle")
+	admin := d.client(t)
+	admin.signup(t, d.entries[0], demoAdmin)
 	for _, entry := range d.entries {
 		for _, c := range []*demoClient{busy, idle} {
 			if status, body := c.get(t, entry+"u/"+c.user+"/", false); status != http.StatusOK {
@@ -76,6 +80,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("idle agent suspended %v after its last request, before the idle timeout %v", waited, demoTestIdle)
 	}
 	t.Logf("idle agent suspended %v after its last request", suspendedAt.Sub(idleSince).Round(time.Second))
+	d.adminList(t, admin, "--state", "Suspended", "--q", "idle")
 	for time.Since(signup) < 2*demoTestIdle {
 		if mode := d.mode(t, "busy"); mode != agents.OperatingModeRunning {
 			t.Fatalf("busy agent %s %v after signup, while in use", mode, time.Since(signup).Round(time.Second))
@@ -99,6 +104,7 @@ func TestDemo(t *testing.T) {
 // demo is a running sandgate-demo process.
 type demo struct {
 	cmd        *exec.Cmd
+	bin        string   // where the demo, authapi and nodeproxy were built
 	entries    []string // node entry URLs, ending in /
 	sandboxes  *sandboxapi.Client
 	namespace  string
@@ -126,7 +132,7 @@ func startDemo(t *testing.T) *demo {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	d := &demo{tmp: t.TempDir(), out: &syncBuffer{}, exited: make(chan error, 1)}
+	d := &demo{bin: bin, tmp: t.TempDir(), out: &syncBuffer{}, exited: make(chan error, 1)}
 	d.cmd = exec.Command(filepath.Join(bin, "sandgate-demo"), "--bin-dir", bin, "--crds", crds, "--tmp", d.tmp,
 		"--http-port", strconv.Itoa(freePortPair(t)), "--idle-timeout", demoTestIdle.String(), "--report-interval", demoTestReport.String())
 	d.cmd.Dir = root
@@ -246,10 +252,27 @@ func (d *demo) waitMode(t *testing.T, user string, mode agents.OperatingMode, li
 	}
 }
 
-// demoClient is one user's browser: a cookie jar.
+// adminList runs the tour's admin command with admin's token through the
+// second node's entry and expects the idle agent listed Suspended.
+func (d *demo) adminList(t *testing.T, admin *demoClient, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(d.bin, "authapi"), append([]string{"admin", "list"}, args...)...)
+	cmd.Env = []string{"SANDGATE_URL=" + d.entries[1], "SANDGATE_ADMIN_TOKEN=" + admin.token}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "idle") || !strings.Contains(string(out), "Suspended") || strings.Contains(string(out), "busy") {
+		t.Fatalf("authapi admin list %v: %v\n%s", args, err, out)
+	}
+	if !strings.Contains(d.out.String(), "admin/accounts") {
+		t.Errorf("the demo's tour does not point at the admin page:\n%s", d.out)
+	}
+}
+
+// demoClient is one user's browser: a cookie jar, and the token its
+// signup got.
 type demoClient struct {
-	http *http.Client
-	user string
+	http  *http.Client
+	user  string
+	token string
 }
 
 func (d *demo) client(t *testing.T) *demoClient {
@@ -273,6 +296,11 @@ func (c *demoClient) signup(t *testing.T, entry, user string) {
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("signup %s: %d %s", user, resp.StatusCode, body)
 	}
+	var out struct{ Token string }
+	if err := json.Unmarshal(body, &out); err != nil || out.Token == "" {
+		t.Fatalf("signup %s: no token in %s", user, body)
+	}
+	c.token = out.Token
 }
 
 // get fetches url, as a browser's navigation when page is true.

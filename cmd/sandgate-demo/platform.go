@@ -78,8 +78,8 @@ type nodeRun struct {
 
 // authapiOverrides are the settings a replica runs with instead of its
 // Deployment's: a kubeconfig instead of the in-cluster ServiceAccount,
-// loopback listeners, plain-HTTP cookies, loopback trusted proxies and the
-// demo's idle timings. Everything else, the allowed callers of /internal/
+// loopback listeners, plain-HTTP cookies, loopback trusted proxies, the
+// demo's idle timings and its admin account (demoAdmin). Everything else, the allowed callers of /internal/
 // included, is the manifests'.
 func authapiOverrides(r authapiRun) map[string]string {
 	over := map[string]string{
@@ -92,6 +92,7 @@ func authapiOverrides(r authapiRun) map[string]string {
 		"TRUSTED_PROXIES":        loopbackProxies,
 		"IDLE_TIMEOUT":           r.local.idleTimeout,
 		"REPORT_INTERVAL":        r.local.reportInterval,
+		"ADMINS":                 demoAdmin,
 	}
 	if r.local.namespace != "" {
 		over["NAMESPACE"] = r.local.namespace
