@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandgate/sandgate/internal/account"
+	"github.com/sandgate/sandgate/internal/sandboxapi/extensions"
 )
 
 // handleDelete deletes the account in the path (DELETE /users/{user}, or
@@ -41,7 +43,9 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// deleteAccount deletes the managed claim of user, if there is one.
+// deleteAccount deletes the managed claim of user, if there is one, and
+// waits briefly until this replica's informer sees it go, so that its own
+// reads that follow (the admin list, a login) no longer find the account.
 func (s *Server) deleteAccount(ctx context.Context, user string) error {
 	c, err := s.claims.claims.Get(ctx, s.claims.name(user), metav1.GetOptions{})
 	switch {
@@ -52,5 +56,13 @@ func (s *Server) deleteAccount(ctx context.Context, user string) error {
 	case !account.Managed(c):
 		return fmt.Errorf("delete: claim not managed: %w", ErrNoAccount)
 	}
-	return s.claims.remove(ctx, c)
+	if err := s.claims.remove(ctx, c); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s.claims.wait(wctx, c.Name, func(got *extensions.SandboxClaim) bool {
+		return got == nil || got.UID != c.UID || got.DeletionTimestamp != nil
+	})
+	return nil
 }
