@@ -293,7 +293,11 @@ func printAccounts(w io.Writer, answer json.RawMessage) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d accounts; page %d of %d\n", page.Total, page.Page, page.Pages)
+	noun := "accounts"
+	if page.Total == 1 {
+		noun = "account"
+	}
+	_, err := fmt.Fprintf(w, "%d %s; page %d of %d\n", page.Total, noun, page.Page, page.Pages)
 	return err
 }
 
