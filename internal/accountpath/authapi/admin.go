@@ -50,7 +50,7 @@ func (s *Server) adminOf(w http.ResponseWriter, r *http.Request, in input) (admi
 	if !s.isAdmin(r, sess.account.User) {
 		return admin{}, fmt.Errorf("%w: %q", ErrNotAdmin, sess.account.User)
 	}
-	if r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document" {
+	if !topLevelNavigation(r) {
 		return admin{}, fmt.Errorf("%w: Sec-Fetch-Mode %q, Sec-Fetch-Dest %q", ErrAdminNotPage,
 			r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest"))
 	}

@@ -224,25 +224,39 @@ func (s *Server) row(user string, c *extensions.SandboxClaim, sb *agents.Sandbox
 	}
 	r.Sandbox, r.Node = sb.Name, sb.Status.NodeName
 	r.Why = whyNot(st, sb.Status.Conditions)
-	if u, ok := s.opts.Activity.(usageView); ok {
-		if n, ok := u.ModelTokensToday(sb, now); ok {
-			r.ModelTokensToday = &n
-		}
-	}
+	r.ModelTokensToday = s.tokensToday(sb, now)
 	if idle, ok := s.opts.Activity.(idleView); ok && st == StateReady {
-		v := idle.Idle(c, sb, now)
-		a := &activityView{Exact: v.Exact, Source: string(v.Reason)}
-		if !v.LastActive.IsZero() {
-			t := v.LastActive.UTC()
-			a.LastActive = &t
-		}
-		if !v.At.IsZero() {
-			t := v.At.UTC()
-			a.SuspendsAt = &t
-		}
-		r.Activity = a
+		r.Activity = activityOf(idle.Idle(c, sb, now))
 	}
 	return r
+}
+
+// tokensToday is what sb's user used today through the egress listeners,
+// nil where this replica does not know it.
+func (s *Server) tokensToday(sb *agents.Sandbox, now time.Time) *int64 {
+	u, ok := s.opts.Activity.(usageView)
+	if !ok {
+		return nil
+	}
+	n, ok := u.ModelTokensToday(sb, now)
+	if !ok {
+		return nil
+	}
+	return &n
+}
+
+// activityOf is the idle rule's view v as the admin views show it.
+func activityOf(v sweeper.Suspension) *activityView {
+	a := &activityView{Exact: v.Exact, Source: string(v.Reason)}
+	if !v.LastActive.IsZero() {
+		t := v.LastActive.UTC()
+		a.LastActive = &t
+	}
+	if !v.At.IsZero() {
+		t := v.At.UTC()
+		a.SuspendsAt = &t
+	}
+	return a
 }
 
 // maxWhy bounds the controller's message on a row.

@@ -69,11 +69,10 @@ func (s *Server) handleAccountFacts(w http.ResponseWriter, r *http.Request) {
 		if sb == nil {
 			continue
 		}
-		row := s.row(user, c, sb, stateOf(c, sb), now)
-		f := accountFacts{Activity: row.Activity, ModelTokensToday: row.ModelTokensToday}
-		if idle, ok := s.opts.Activity.(idleView); ok && row.State == StateReady {
+		f := accountFacts{ModelTokensToday: s.tokensToday(sb, now)}
+		if idle, ok := s.opts.Activity.(idleView); ok && stateOf(c, sb) == StateReady {
 			v := idle.Idle(c, sb, now)
-			f.Suspension = &v
+			f.Activity, f.Suspension = activityOf(v), &v
 		}
 		out[user] = f
 	}

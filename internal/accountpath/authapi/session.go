@@ -156,11 +156,18 @@ func checkTokenRecipient(r *http.Request) error {
 	if bearer(r) != "" {
 		return nil
 	}
-	if r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document" {
+	if topLevelNavigation(r) {
 		return nil
 	}
 	return fmt.Errorf("%w: Sec-Fetch-Mode %q, Sec-Fetch-Dest %q", ErrNotNavigation,
 		r.Header.Get("Sec-Fetch-Mode"), r.Header.Get("Sec-Fetch-Dest"))
+}
+
+// topLevelNavigation reports whether the browser says r opens a page in a
+// tab or window (Sec-Fetch-Mode navigate, Sec-Fetch-Dest document): no
+// script can set either header.
+func topLevelNavigation(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && r.Header.Get("Sec-Fetch-Dest") == "document"
 }
 
 // pathOwner reads a mutation of the account in the path (/users/{user}/…)
