@@ -153,6 +153,14 @@ func (t *Tracker) Busy(k Key, until time.Time) {
 // the egress listener on UTC day day (days since 1970-01-01); the entry is
 // kept, and reported, until that day ends.
 func (t *Tracker) ModelTokens(k Key, day, tokens int64) {
+	t.mu.RLock()
+	if e := t.m[k]; e != nil {
+		e.tokens.Store(tokens)
+		e.tokensDay.Store(day)
+		t.mu.RUnlock()
+		return
+	}
+	t.mu.RUnlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.m[k]

@@ -126,10 +126,9 @@ func (s *Server) handleAdminAction(name string) http.HandlerFunc {
 			return
 		}
 		s.log.Info("admin action", "action", name, "user", user, "admin", ad.user)
-		res := adminResult{User: user, Action: name, Token: token, State: s.claims.state(r.Context(), s.claims.get(user))}
 		switch {
 		case ad.auth != authSession:
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, http.StatusOK, adminResult{User: user, Action: name, Token: token, State: s.claims.state(r.Context(), s.claims.get(user))})
 		case token != "":
 			row, _ := s.adminAccount(r.Context(), user)
 			s.renderAdmin(w, r, "New access token for "+user, "admin_token", adminPage{Admin: ad.user, Account: &row, Token: token, Done: name})

@@ -83,27 +83,13 @@ func (s *Server) handleAccountFacts(w http.ResponseWriter, r *http.Request) {
 // does not lead the sweep: one call for all of them. Without an answer
 // the rows keep what this replica knows, and say so (Activity.Exact).
 func (s *Server) fillFromLeader(ctx context.Context, rows []accountRow) {
-	if s.opts.Activity == nil || len(rows) == 0 {
-		return
-	}
-	leader, err := s.opts.Activity.Leader()
-	if err != nil || leader.Self {
-		return
-	}
-	var req factsRequest
+	var users []string
 	for _, r := range rows {
 		if r.Sandbox != "" {
-			req.Users = append(req.Users, r.User)
+			users = append(users, r.User)
 		}
 	}
-	if len(req.Users) == 0 {
-		return
-	}
-	facts, err := s.askLeader(ctx, leader.Addr, req)
-	if err != nil {
-		s.log.Warn("account facts from the leader", "leader", leader.Identity, "error", err)
-		return
-	}
+	facts := s.leaderFacts(ctx, users)
 	for i := range rows {
 		if f, ok := facts[rows[i].User]; ok {
 			rows[i].Activity, rows[i].ModelTokensToday = f.Activity, f.ModelTokensToday
@@ -122,19 +108,29 @@ func (s *Server) leaderSuspension(ctx context.Context, c *extensions.SandboxClai
 	if err != nil {
 		return local
 	}
-	leader, err := s.opts.Activity.Leader()
-	if err != nil || leader.Self || leader.Addr == "" {
-		return local
-	}
-	facts, err := s.askLeader(ctx, leader.Addr, factsRequest{Users: []string{a.User}})
-	if err != nil {
-		s.log.Warn("account facts from the leader", "leader", leader.Identity, "error", err)
-		return local
-	}
-	if f, ok := facts[a.User]; ok && f.Suspension != nil && f.Suspension.Exact {
+	if f, ok := s.leaderFacts(ctx, []string{a.User})[a.User]; ok && f.Suspension != nil && f.Suspension.Exact {
 		return *f.Suspension
 	}
 	return local
+}
+
+// leaderFacts asks the sweep's leader about users; nil when this replica
+// leads, none is known, there is nothing to ask, or the leader does not
+// answer (logged).
+func (s *Server) leaderFacts(ctx context.Context, users []string) map[string]accountFacts {
+	if s.opts.Activity == nil || len(users) == 0 {
+		return nil
+	}
+	leader, err := s.opts.Activity.Leader()
+	if err != nil || leader.Self || leader.Addr == "" {
+		return nil
+	}
+	facts, err := s.askLeader(ctx, leader.Addr, factsRequest{Users: users})
+	if err != nil {
+		s.log.Warn("account facts from the leader", "leader", leader.Identity, "error", err)
+		return nil
+	}
+	return facts
 }
 
 // askLeader posts req to the leader's internal listener at addr.
