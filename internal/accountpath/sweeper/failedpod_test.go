@@ -44,11 +44,15 @@ func (p *fakePods) seen() ([]string, []*corev1.Event) {
 
 // failPod sets sb's conditions as a v0.5.x controller does when its pod,
 // named by the pod-name annotation, reaches phase Failed.
+// Like every change of the fake, it replaces the Sandbox with a changed
+// copy: the sweeper may be reading the one it listed.
 func (f *fakeCluster) failPod(sb string, conds ...metav1.Condition) {
-	f.setConditions(sb, conds...)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.sandboxes[sb].Annotations = map[string]string{agents.AnnotationPodName: sb + "-pod"}
+	s := f.sandboxes[sb].DeepCopy()
+	s.Annotations = map[string]string{agents.AnnotationPodName: sb + "-pod"}
+	f.sandboxes[sb] = s
+	f.mu.Unlock()
+	f.setConditions(sb, conds...)
 }
 
 // setConditions replaces sb's conditions, each changed now.
