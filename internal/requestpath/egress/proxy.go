@@ -20,6 +20,7 @@ import (
 	"github.com/sandgate/sandgate/internal/connlimit"
 	"github.com/sandgate/sandgate/internal/deadlineconn"
 	"github.com/sandgate/sandgate/internal/informer"
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
 // Proxy serves the egress listener. Build it with New, run it with Serve.
@@ -42,7 +43,8 @@ type upstream struct {
 	client   *fasthttp.HostClient
 	host     string
 	basePath string
-	forward  []string // request headers sent on
+	// toProvider is the rule of the sandbox's request headers sent on.
+	toProvider *headerrule.Rule
 }
 
 // New validates o and builds the providers' clients.
@@ -74,7 +76,7 @@ func New(o Options) (*Proxy, error) {
 		}
 		p.providers[pr.Name] = &upstream{
 			Provider: pr, host: u.Host, basePath: u.Path,
-			forward: append([]string{"Content-Type", "Accept"}, pr.Headers...),
+			toProvider: headerrule.New(headerrule.Spec{Allow: append([]string{"Content-Type", "Accept"}, pr.Headers...)}),
 			client: &fasthttp.HostClient{
 				Addr: addr, IsTLS: u.Scheme == "https",
 				TLSConfig:                &tls.Config{ServerName: u.Hostname(), MinVersion: tls.VersionTLS12},
@@ -363,11 +365,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, c *call, up *upstream) (*fasth
 	}
 	req.SetRequestURI(uri)
 	req.Header.SetHost(up.host)
-	for _, h := range up.forward {
-		if v := ctx.Request.Header.Peek(h); len(v) > 0 {
-			req.Header.SetBytesV(h, v)
-		}
-	}
+	up.toProvider.CopyRequest(&req.Header, &ctx.Request.Header)
 	req.Header.Set(up.Header, up.Prefix+string(c.key))
 	if c.body != nil {
 		req.Header.SetContentType("application/json")

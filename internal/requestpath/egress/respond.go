@@ -4,24 +4,21 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
-// passHeader reports response headers passed back to the sandbox: the
-// body's type, the provider's request id, processing time and API version,
-// rate-limit and retry hints. Nothing that names the key's account
-// (openai-organization, openai-project, anthropic-organization-id).
-func passHeader(k []byte) bool {
-	h := strings.ToLower(string(k))
-	switch h {
-	case "content-type", "cache-control", "retry-after", "x-request-id", "request-id",
-		"openai-processing-ms", "openai-version":
-		return true
-	}
-	return strings.HasPrefix(h, "x-ratelimit-") || strings.HasPrefix(h, "anthropic-ratelimit-")
-}
+// fromProvider is the rule of the response headers passed back to the
+// sandbox: the body's type, the provider's request id, processing time and
+// API version, rate-limit and retry hints. Nothing that names the key's
+// account (openai-organization, openai-project, anthropic-organization-id).
+var fromProvider = headerrule.New(headerrule.Spec{
+	Allow: []string{"content-type", "cache-control", "retry-after", "x-request-id", "request-id",
+		"openai-processing-ms", "openai-version"},
+	AllowPrefixes: []string{"x-ratelimit-", "anthropic-ratelimit-"},
+})
 
 var eventStream = []byte("text/event-stream")
 
@@ -31,11 +28,7 @@ var eventStream = []byte("text/event-stream")
 func (p *Proxy) respond(ctx *fasthttp.RequestCtx, c *call, up *upstream, resp *fasthttp.Response) {
 	c.status, c.answered = resp.StatusCode(), true
 	ctx.SetStatusCode(c.status)
-	for k, v := range resp.Header.All() {
-		if passHeader(k) {
-			ctx.Response.Header.SetBytesKV(k, v)
-		}
-	}
+	fromProvider.CopyResponse(&ctx.Response.Header, &resp.Header, nil)
 	b := &respBody{p: p, c: c, resp: resp,
 		m: meter{sse: bytes.HasPrefix(resp.Header.ContentType(), eventStream), maxDoc: maxUsageDocumentBytes}}
 	src, _ := resp.BodyStream().(fasthttp.ReadCloserWithError)

@@ -6,34 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// sharedOriginHeaders act on a whole origin, not on the response that
-// carries them. In path routing every agent shares the platform origin,
-// so an app may not send them: Service-Worker-Allowed would let a service
-// worker take over "/", NEL and Report-To would report every page of the
-// origin to the app, Alt-Svc would move the origin's traffic elsewhere,
-// and Strict-Transport-Security is the platform's to set.
-// Cross-Origin-Opener-Policy: the auth API's token pages send
-// same-origin so that no window an agent's script holds can reach them;
-// an app page with same-origin too would share their browsing context
-// group, and keep its handle on a token page it opened.
-var sharedOriginHeaders = map[string]bool{
-	"service-worker-allowed": true, "nel": true, "report-to": true, "alt-svc": true,
-	"strict-transport-security": true, "cross-origin-opener-policy": true,
-}
-
-// siteHeaders act beyond the origin that sends them: Clear-Site-Data's
-// "cookies" clears the cookies of the whole registrable domain, which all
-// user origins share with the main one. No app may send them in either
-// routing mode.
-var siteHeaders = map[string]bool{"clear-site-data": true}
-
-// dropFromApp reports whether an app's response header (lower-case name)
-// is removed: site-wide ones always, origin-wide ones when the app shares
-// the platform origin.
-func dropFromApp(name []byte, sharedOrigin bool) bool {
-	return siteHeaders[string(name)] || (sharedOrigin && sharedOriginHeaders[string(name)])
-}
-
 const frameAncestorsSelf = "frame-ancestors 'self'"
 
 var (
@@ -43,8 +15,36 @@ var (
 	cookieToken = []byte("cookie")
 )
 
-// secureAppResponse adds what an app's response needs on the way to a
-// browser, without overriding the app's own choices:
+// appSeen is what secureAppResponse needs to know of an app's response
+// headers, noted while they are copied.
+type appSeen struct {
+	framed           bool // a Content-Security-Policy or X-Frame-Options
+	cached, cacheOK  bool // a Cache-Control, and one that says no-store or private
+	varied, variesOK bool // a Vary, and one that lists Cookie or *
+}
+
+// note records one header (lower-case name) of an app's response, and
+// reports whether it is copied: an empty Content-Security-Policy,
+// X-Frame-Options, Cache-Control or Vary says nothing and is left out, so
+// that what the app did send decides alone.
+func (s *appSeen) note(name, v []byte) bool {
+	switch string(name) {
+	case "content-security-policy", "x-frame-options":
+		s.framed = s.framed || len(v) > 0
+	case "cache-control":
+		s.cached = s.cached || len(v) > 0
+		s.cacheOK = s.cacheOK || hasToken(v, noStore) || hasToken(v, private)
+	case "vary":
+		s.varied = s.varied || len(v) > 0
+		s.variesOK = s.variesOK || hasToken(v, cookieToken) || hasToken(v, []byte("*"))
+	default:
+		return true
+	}
+	return len(v) > 0
+}
+
+// secure adds what an app's response needs on the way to a browser,
+// without overriding the app's own choices:
 //   - Content-Security-Policy: frame-ancestors 'self', unless the app sends
 //     a Content-Security-Policy or X-Frame-Options of its own (a CSP
 //     without frame-ancestors is left alone rather than merged, as a
@@ -52,25 +52,27 @@ var (
 //   - Cache-Control: private, unless the app says no-store or private
 //     already ("public" becomes "private": the response is one user's);
 //   - Vary: Cookie, so no shared cache serves it to another user.
-func secureAppResponse(h *fasthttp.ResponseHeader) {
-	if len(h.Peek("Content-Security-Policy")) == 0 && len(h.Peek("X-Frame-Options")) == 0 {
-		h.Set("Content-Security-Policy", frameAncestorsSelf)
+//
+// Only an app's Cache-Control or Vary that needs rewriting is read again.
+func (s *appSeen) secure(h *fasthttp.ResponseHeader) {
+	if !s.framed {
+		h.Add("Content-Security-Policy", frameAncestorsSelf)
 	}
-	cc := joined(h, fasthttp.HeaderCacheControl)
 	switch {
-	case len(cc) == 0:
-		h.Set(fasthttp.HeaderCacheControl, "private")
-	case hasToken(cc, noStore), hasToken(cc, private):
-	default:
-		h.SetBytesV(fasthttp.HeaderCacheControl, privateCacheControl(cc))
+	case !s.cached:
+		h.Add(fasthttp.HeaderCacheControl, "private")
+	case !s.cacheOK:
+		cc := privateCacheControl(joined(h, fasthttp.HeaderCacheControl))
+		h.Del(fasthttp.HeaderCacheControl)
+		h.AddBytesV(fasthttp.HeaderCacheControl, cc)
 	}
-	vary := joined(h, fasthttp.HeaderVary)
 	switch {
-	case len(vary) == 0:
-		h.Set(fasthttp.HeaderVary, "Cookie")
-	case hasToken(vary, cookieToken), hasToken(vary, []byte("*")):
-	default:
-		h.SetBytesV(fasthttp.HeaderVary, append(append([]byte(nil), vary...), ", Cookie"...))
+	case !s.varied:
+		h.Add(fasthttp.HeaderVary, "Cookie")
+	case !s.variesOK:
+		vary := append(joined(h, fasthttp.HeaderVary), ", Cookie"...)
+		h.Del(fasthttp.HeaderVary)
+		h.AddBytesV(fasthttp.HeaderVary, vary)
 	}
 }
 
@@ -115,6 +117,10 @@ func hasToken(v, tok []byte) bool {
 
 // appPolicy is how an app's response to x is rewritten, with Location
 // values moved under locationPrefix.
-func appPolicy(x *exchange, locationPrefix string) respPolicy {
-	return respPolicy{locationPrefix: locationPrefix, app: true, sharedOrigin: x.route.origin == ""}
+func (p *Proxy) appPolicy(x *exchange, locationPrefix string) respPolicy {
+	rule := p.rules.fromApp
+	if x.route.origin != "" {
+		rule = p.rules.fromOwnOriginApp
+	}
+	return respPolicy{rule: rule, locationPrefix: locationPrefix, app: true}
 }

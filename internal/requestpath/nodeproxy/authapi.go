@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sandgate/sandgate/internal/clientaddr"
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
 // toAuthAPI forwards a request outside /u/ to the auth API, so the browser
@@ -18,16 +19,14 @@ import (
 // 503 with Retry-After (ErrAuthAPIUnavailable), never a sign-in prompt.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 	p.forward(ctx, x, forwarding{
-		upstream: upstreamAuthAPI,
-		origin:   p.authAPI.public,
-		target:   string(ctx.Request.Header.RequestURI()),
-		copyHeaders: func(dst, src *fasthttp.RequestHeader) {
-			copyForAuthAPI(dst, src, x.asserted)
-		},
+		upstream:   upstreamAuthAPI,
+		origin:     p.authAPI.public,
+		target:     string(ctx.Request.Header.RequestURI()),
+		headers:    headerrule.Pair{HTTP: p.authAPIRule(x)},
 		setHeaders: func(outHeader, string) {},
 		readBody:   p.readAuthAPIBody,
 		failed:     p.authAPI.forwardFailed,
-		resp:       respPolicy{keepCookies: true},
+		resp:       respPolicy{rule: p.rules.fromAuthAPI},
 	})
 }
 
@@ -67,22 +66,11 @@ func (p *Proxy) readAuthAPIBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, f
 	return b, release, nil
 }
 
-// copyForAuthAPI copies client headers for the auth API: all but hop-by-hop
-// ones and the hop marker; identity headers only when asserted.
-func copyForAuthAPI(dst, src *fasthttp.RequestHeader, asserted bool) {
-	conn := connectionTokens(src)
-	var buf [maxHeaderName]byte
-	for k, v := range src.All() {
-		name := lower(&buf, k)
-		switch {
-		case hopByHop[string(name)], listed(conn, name), string(name) == "host", string(name) == "content-length",
-			string(name) == "expect", hasPrefix(name, "x-sandgate-"):
-			continue
-		case !asserted && (string(name) == "forwarded" || string(name) == "x-real-ip" || identityName(name)):
-			continue
-		}
-		dst.AddBytesKV(k, v)
+// authAPIRule is the header rule of x to the auth API: identity headers
+// pass only when the SSO proxy proved them (checkIdentity).
+func (p *Proxy) authAPIRule(x *exchange) *headerrule.Rule {
+	if x.asserted {
+		return p.rules.toAuthAPIAsserted
 	}
+	return p.rules.toAuthAPI
 }
-
-func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }

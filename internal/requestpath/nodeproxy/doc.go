@@ -16,7 +16,8 @@
 // request, body chunk and WebSocket data frame is counted in the activity
 // table the node reports for idle suspend (internal/activity). Renewal,
 // redemption, wake and activity reports share one auth API client
-// (authclient.go). headers.go holds the header policy, limits.go the
+// (authclient.go). headerrules.go holds the header rules of every direction
+// (package headerrule), headers.go the forwarded headers, limits.go the
 // per-user in-flight cap, errors.go the one mapping from outcomes to
 // statuses and WebSocket close codes, outcome.go the one way a request
 // ends (the proxy's own answers and pages, metrics and the access-log

@@ -7,6 +7,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
 // forwarding is where and how one request is forwarded: to a pod on this
@@ -18,10 +20,8 @@ type forwarding struct {
 	// origin is the upstream's http(s)://host[:port], and target the
 	// request URI asked of it.
 	origin, target string
-	// copyHeaders copies the client headers this upstream may see (the
-	// header policy); wsHeaders is the same for a WebSocket dial.
-	copyHeaders func(dst, src *fasthttp.RequestHeader)
-	wsHeaders   func(src *fasthttp.RequestHeader) http.Header
+	// headers is the rule of the client headers this upstream may see.
+	headers headerrule.Pair
 	// setHeaders sets this upstream's own headers after the forwarded
 	// ones; uri is the request URI the upstream will see.
 	setHeaders func(h outHeader, uri string)
@@ -77,7 +77,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 		}
 	}
 	headers := func(h *fasthttp.RequestHeader) {
-		f.copyHeaders(h, &ctx.Request.Header)
+		f.headers.HTTP.CopyRequest(h, &ctx.Request.Header)
 		x.fwd.setOn(h.Set)
 		f.setHeaders(fastHeader{h}, f.target)
 	}
@@ -111,7 +111,7 @@ func (p *Proxy) bridge(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 		sent = u.RequestURI()
 	}
 	dial := func() (*websocket.Conn, *http.Response, error) {
-		h := f.wsHeaders(&ctx.Request.Header)
+		h := f.headers.Dial.DialHeader(&ctx.Request.Header)
 		x.fwd.setOn(h.Set)
 		f.setHeaders(dialHeader{h}, sent)
 		return p.dialUpstreamWS(ctx, dialURL, h)

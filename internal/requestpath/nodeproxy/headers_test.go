@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
 func TestRewriteLocation(t *testing.T) {
@@ -23,47 +25,89 @@ func TestRewriteLocation(t *testing.T) {
 	}
 }
 
-func TestForApp(t *testing.T) {
+// TestHeaderRules is the table of every direction's header rule: which
+// header (lower case) passes to the app (denylist, allowlist and
+// WebSocket dial), to a peer, to the auth API (identity unproven and
+// proven), and back from the app (platform origin, own origin) and the
+// auth API.
+func TestHeaderRules(t *testing.T) {
 	// X-User is the configured AUTH_PROXY_HEADER: refused even when
 	// allowlisted (which Validate refuses too).
-	deny := headerPolicy{authProxy: "x-user"}
-	allow := headerPolicy{allow: canonicalHeaders([]string{"Accept", " X-Custom ", "X-User"}), authProxy: "x-user"}
-	conn := [][]byte{[]byte("x-listed")}
+	deny := newHeaderRules(nil, "X-User")
+	allow := newHeaderRules([]string{"Accept", " X-Custom ", "X-User"}, "X-User")
+	type dir struct {
+		name string
+		rule *headerrule.Rule
+	}
+	dirs := []dir{
+		{"app", deny.toApp.HTTP}, {"app allowlist", allow.toApp.HTTP}, {"app dial", deny.toApp.Dial},
+		{"peer", allow.toPeer.HTTP}, {"peer dial", allow.toPeer.Dial},
+		{"auth API", deny.toAuthAPI}, {"auth API asserted", deny.toAuthAPIAsserted},
+		{"from app", deny.fromApp}, {"from own-origin app", deny.fromOwnOriginApp}, {"from auth API", deny.fromAuthAPI},
+	}
+	const (
+		y = true
+		n = false
+	)
 	for _, tc := range []struct {
-		name               string
-		deny, allow, forWS bool
+		header string
+		passes []bool // in the order of dirs
 	}{
-		{"accept", true, true, true},
-		{"x-custom", true, true, true},
-		{"content-type", true, true, true},
-		{"user-agent", true, false, true},
-		{"cookie", false, false, false},
-		{"authorization", false, false, false},
-		{"host", false, false, false},
-		{"forwarded", false, false, false},
-		{"x-forwarded-for", false, false, false},
-		{"x-forwarded-user", false, false, false},
-		{"x-auth-request-user", false, false, false},
-		{"x-real-ip", false, false, false},
-		{"x-user", false, false, false},
-		{"x-sandgate-hop", false, false, false},
-		{"connection", false, false, false},
-		{"upgrade", false, false, false},
-		{"te", false, false, false},
-		{"x-listed", false, false, false},
-		{"sec-websocket-key", true, false, false},
-		{"sec-websocket-protocol", true, false, false},
-		{"origin", true, false, true},
+		{"accept", []bool{y, y, y, y, y, y, y, y, y, y}},
+		{"x-custom", []bool{y, y, y, y, y, y, y, y, y, y}},
+		{"content-type", []bool{y, y, y, y, y, y, y, y, y, y}},
+		{"user-agent", []bool{y, n, y, y, y, y, y, y, y, y}},
+		{"origin", []bool{y, n, y, y, y, y, y, y, y, y}},
+		{"cookie", []bool{n, n, n, n, n, y, y, y, y, y}},
+		{"authorization", []bool{n, n, n, n, n, y, y, y, y, y}},
+		{"host", []bool{n, n, n, n, n, n, n, y, y, y}},
+		{"content-length", []bool{n, n, n, n, n, n, n, n, n, n}},
+		{"expect", []bool{n, n, n, n, n, n, n, y, y, y}},
+		{"forwarded", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"x-real-ip", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"x-forwarded-for", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"x-forwarded-user", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"x-auth-request-user", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"remote-user", []bool{n, n, n, n, n, n, y, y, y, y}},
+		{"x-user", []bool{n, n, n, n, n, y, y, y, y, y}},
+		{"x-sandgate-hop", []bool{n, n, n, n, n, n, n, y, y, y}},
+		{"connection", []bool{n, n, n, n, n, n, n, n, n, n}},
+		{"upgrade", []bool{n, n, n, n, n, n, n, n, n, n}},
+		{"te", []bool{n, n, n, n, n, n, n, n, n, n}},
+		{"transfer-encoding", []bool{n, n, n, n, n, n, n, n, n, n}},
+		{"sec-websocket-key", []bool{y, n, n, y, n, y, y, y, y, y}},
+		{"sec-websocket-protocol", []bool{y, n, n, y, n, y, y, y, y, y}},
+		{"set-cookie", []bool{y, n, y, y, y, y, y, n, n, y}},
+		{"clear-site-data", []bool{y, n, y, y, y, y, y, n, n, y}},
+		{"service-worker-allowed", []bool{y, n, y, y, y, y, y, n, y, y}},
+		{"strict-transport-security", []bool{y, n, y, y, y, y, y, n, y, y}},
+		{"cross-origin-opener-policy", []bool{y, n, y, y, y, y, y, n, y, y}},
+		{"location", []bool{y, n, y, y, y, y, y, y, y, y}},
 	} {
-		n := []byte(tc.name)
-		if got := deny.forApp(n, conn, false); got != tc.deny {
-			t.Errorf("denylist forApp(%s) = %v", tc.name, got)
+		for i, d := range dirs {
+			if got := d.rule.Passes([]byte(tc.header)); got != tc.passes[i] {
+				t.Errorf("%s: %s passes = %v, want %v", d.name, tc.header, got, tc.passes[i])
+			}
 		}
-		if got := allow.forApp(n, conn, false); got != tc.allow {
-			t.Errorf("allowlist forApp(%s) = %v", tc.name, got)
+	}
+}
+
+// TestConnectionListed: every direction drops what a Connection header
+// names, in requests and responses alike.
+func TestConnectionListed(t *testing.T) {
+	rules := newHeaderRules(nil, "")
+	var req, out fasthttp.RequestHeader
+	req.Set("Connection", "keep-alive, X-Listed")
+	req.Set("X-Listed", "1")
+	req.Set("X-Kept", "1")
+	for _, r := range []*headerrule.Rule{rules.toApp.HTTP, rules.toPeer.HTTP, rules.toAuthAPI} {
+		out.Reset()
+		r.CopyRequest(&out, &req)
+		if len(out.Peek("X-Listed")) > 0 || string(out.Peek("X-Kept")) != "1" {
+			t.Errorf("request copied as %q", out.String())
 		}
-		if got := deny.forApp(n, conn, true); got != tc.forWS {
-			t.Errorf("WebSocket forApp(%s) = %v", tc.name, got)
+		if h := r.DialHeader(&req); h.Get("X-Listed") != "" || h.Get("X-Kept") != "1" {
+			t.Errorf("dial header %v", h)
 		}
 	}
 }
@@ -98,7 +142,7 @@ func TestCopyResponse(t *testing.T) {
 	src.Set("Keep-Alive", "timeout=5")
 	src.Set("Content-Encoding", "gzip")
 	src.Set("X-App", "yes")
-	respPolicy{locationPrefix: "/u/alice"}.copyResponse(&dst, &src)
+	respPolicy{rule: newHeaderRules(nil, "").fromOwnOriginApp, locationPrefix: "/u/alice"}.copyResponse(&dst, &src)
 	if dst.StatusCode() != 302 || string(dst.Peek("Location")) != "/u/alice/next" {
 		t.Errorf("status %d Location %q", dst.StatusCode(), dst.Peek("Location"))
 	}
@@ -111,7 +155,7 @@ func TestCopyResponse(t *testing.T) {
 		t.Errorf("end-to-end headers lost: %s", dst.String())
 	}
 	var kept fasthttp.ResponseHeader
-	respPolicy{keepCookies: true}.copyResponse(&kept, &src)
+	respPolicy{rule: newHeaderRules(nil, "").fromAuthAPI}.copyResponse(&kept, &src)
 	if len(kept.Peek("Set-Cookie")) == 0 || string(kept.Peek("Location")) != "/next" {
 		t.Errorf("auth API policy: %s", kept.String())
 	}

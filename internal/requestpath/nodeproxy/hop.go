@@ -20,11 +20,10 @@ import (
 func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
 	p.m.hops.WithLabelValues("out", "sent").Inc()
 	p.forward(ctx, x, forwarding{
-		upstream:    upstreamPeer,
-		origin:      "http://" + t.peer,
-		target:      x.route.prefix() + x.route.target,
-		copyHeaders: headerPolicy{authProxy: p.authProxyHeader}.copyToApp,
-		wsHeaders:   headerPolicy{authProxy: p.authProxyHeader}.httpHeaderForApp,
+		upstream: upstreamPeer,
+		origin:   "http://" + t.peer,
+		target:   x.route.prefix() + x.route.target,
+		headers:  p.rules.toPeer,
 		setHeaders: func(h outHeader, uri string) {
 			setCredential(h.Set, id, p.sessionRules(x.route).cookie)
 			h.Set(hopHeader, p.hopValue)
@@ -38,7 +37,7 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		// The peer already rewrote Location and dropped the app's
 		// cookies; the app rules are applied again in case it is of an
 		// older version.
-		resp: appPolicy(x, ""),
+		resp: p.appPolicy(x, ""),
 	})
 }
 

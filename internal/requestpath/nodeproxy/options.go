@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"github.com/sandgate/sandgate/internal/handshake"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
+	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -264,30 +265,10 @@ type Options struct {
 	afterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
-// neverForwarded are request headers that no allowlist can let through.
-var neverForwarded = map[string]bool{
-	"cookie": true, "authorization": true, "host": true, "content-length": true,
-	"forwarded": true, "x-forwarded-user": true, "x-real-ip": true,
-	"connection": true, "keep-alive": true, "proxy-authenticate": true, "proxy-authorization": true,
-	"proxy-connection": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
-	"expect": true,
-}
-
 // requestFraming are request headers that carry the request itself, not
 // an identity an SSO proxy could assert.
 var requestFraming = map[string]bool{
 	"cookie": true, "authorization": true, "host": true, "content-length": true, "content-type": true, "expect": true,
-}
-
-// identityPrefixes start the names of client identity and hop headers that
-// are never forwarded either, and that only TrustedProxies (or, with
-// AuthProxySecret, a request with the proof) may send: ours,
-// and the user headers of common SSO proxies (oauth2-proxy, Authelia and
-// Authentik's "Remote-", Apache's "X-Remote-", Pomerium, Cloudflare
-// Access, Google IAP).
-var identityPrefixes = []string{
-	"x-forwarded-", "x-auth-request-", "x-sandgate-",
-	"remote-", "x-remote-", "x-authentik-", "x-pomerium-", "cf-access-", "x-goog-authenticated-",
 }
 
 // Validate reports every problem with o at once and changes nothing. Zero
@@ -345,7 +326,7 @@ func (o Options) Validate() error {
 			bad("%v", err)
 		}
 	}
-	if h := strings.ToLower(o.AuthProxyHeader); h != "" && (!validToken(h) || hopByHop[h] || requestFraming[h]) {
+	if h := strings.ToLower(o.AuthProxyHeader); h != "" && (!validToken(h) || slices.Contains(headerrule.HopByHop, h) || requestFraming[h]) {
 		bad("auth proxy header %q is not a header name an SSO proxy can assert a user with", o.AuthProxyHeader)
 	}
 	if o.AuthProxySecret != nil && len(o.AuthProxySecret) < MinAuthProxySecretBytes {
@@ -384,7 +365,7 @@ func (o Options) Validate() error {
 		switch {
 		case !validToken(name):
 			bad("allowlisted header %q is not a header name", h)
-		case neverForwarded[name] || hasIdentityPrefix(name) || name == strings.ToLower(o.AuthProxyHeader):
+		case slices.Contains(neverForwarded, name) || hasIdentityPrefix(name) || name == strings.ToLower(o.AuthProxyHeader):
 			bad("header %q can never be forwarded upstream, even when allowlisted", h)
 		}
 	}
@@ -462,17 +443,4 @@ func validToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// canonicalHeaders returns the lower-case set of allowlisted names, or nil
-// for denylist mode.
-func canonicalHeaders(list []string) map[string]bool {
-	if len(list) == 0 {
-		return nil
-	}
-	m := make(map[string]bool, len(list))
-	for _, h := range list {
-		m[strings.ToLower(textproto.TrimString(h))] = true
-	}
-	return m
 }

@@ -19,11 +19,10 @@ import (
 func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 	app := &appRetry{up: up}
 	p.forward(ctx, x, forwarding{
-		upstream:    upstreamPod,
-		origin:      "http://" + up.target.Addr,
-		target:      x.route.target,
-		copyHeaders: p.policy.copyToApp,
-		wsHeaders:   p.policy.httpHeaderForApp,
+		upstream: upstreamPod,
+		origin:   "http://" + up.target.Addr,
+		target:   x.route.target,
+		headers:  p.rules.toApp,
 		setHeaders: func(h outHeader, _ string) {
 			h.Set("Cookie", app.up.cookie)
 			if x.route.origin != "" {
@@ -37,7 +36,7 @@ func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 		app:       app,
 		failed:    unmapped,
 		wsFailure: "WebSocket dial",
-		resp:      appPolicy(x, x.route.prefix()),
+		resp:      p.appPolicy(x, x.route.prefix()),
 	})
 }
 

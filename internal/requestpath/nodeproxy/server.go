@@ -32,7 +32,7 @@ type Proxy struct {
 	// every request gets its own line.
 	successes *successes
 	m         *metrics
-	policy    headerPolicy
+	rules     headerRules
 	inflight  *inFlight
 	authAPI   *authClient // renewal, redemption, wake, activity reports
 	renewer   *renewer
@@ -85,7 +85,7 @@ func New(o Options) (*Proxy, error) {
 		access:          o.Logger.With("component", "access"),
 		successes:       newSuccessesIf(o.AccessLogSummary > 0),
 		m:               m,
-		policy:          headerPolicy{allow: canonicalHeaders(o.HeaderAllowlist), authProxy: strings.ToLower(o.AuthProxyHeader)},
+		rules:           newHeaderRules(o.HeaderAllowlist, o.AuthProxyHeader),
 		inflight:        newInFlight(o.MaxInFlightPerUser),
 		hopValue:        o.NodeName,
 		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
