@@ -113,3 +113,27 @@ func TestLoadVersion(t *testing.T) {
 		t.Errorf("usage does not list --version:\n%s", help.String())
 	}
 }
+
+func TestURLs(t *testing.T) {
+	for _, tc := range []struct {
+		raw         string
+		url, origin bool
+	}{
+		{"https://gw.example.test", true, true},
+		{"http://10.0.0.1:8080/", true, true},
+		{"https://gw.example.test/auth", true, false},
+		{"https://gw.example.test/?a=1", true, false},
+		{"https://u:p@gw.example.test", true, false},
+		{"ftp://gw.example.test", false, false},
+		{"gw.example.test", false, false},
+		{"https://", false, false},
+		{"", false, false},
+	} {
+		if _, err := HTTPURL("X", tc.raw); (err == nil) != tc.url {
+			t.Errorf("HTTPURL(%q): %v", tc.raw, err)
+		}
+		if _, err := Origin("X", tc.raw); (err == nil) != tc.origin {
+			t.Errorf("Origin(%q): %v", tc.raw, err)
+		}
+	}
+}

@@ -390,6 +390,9 @@ func (h *harness) startNode(name, addr string, ho harnessOpts) *node {
 	if ho.modify != nil {
 		ho.modify(&o)
 	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	if n.proxy, err = New(o); err != nil {
 		t.Fatal(err)
 	}
@@ -629,6 +632,9 @@ func (h *harness) stoppingProxy(ln net.Listener, modify func(*Options)) (p *Prox
 	o.Logger = slog.New(slog.NewJSONHandler(h.logs, nil))
 	if modify != nil {
 		modify(&o)
+	}
+	if err := o.Validate(); err != nil {
+		h.t.Fatal(err)
 	}
 	p, err := New(o)
 	if err != nil {

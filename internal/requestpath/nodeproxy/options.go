@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/jwt"
 	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
+	"github.com/sandgate/sandgate/internal/settings"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
@@ -282,11 +282,11 @@ func (o Options) Validate() error {
 	if o.Directory == nil || o.Verifier == nil || o.Handshaker == nil {
 		bad("directory, verifier and handshaker are required")
 	}
-	if u, err := url.Parse(o.AuthAPI); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		bad("auth API URL %q must be http(s)://host[:port]", o.AuthAPI)
+	if _, err := settings.Origin("auth API URL", o.AuthAPI); err != nil {
+		bad("%v", err)
 	}
-	if u, err := url.Parse(o.AuthAPIInternal); o.AuthAPIInternal != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "") {
-		bad("auth API internal URL %q must be http(s)://host[:port]", o.AuthAPIInternal)
+	if _, err := settings.Origin("auth API internal URL", o.AuthAPIInternal); o.AuthAPIInternal != "" && err != nil {
+		bad("%v", err)
 	}
 	if o.Activity != nil && o.Namespace == "" {
 		bad("namespace is required with activity tracking")
@@ -297,14 +297,8 @@ func (o Options) Validate() error {
 	if o.RenewPath != "" && !strings.HasPrefix(o.RenewPath, "/") {
 		bad("renew path %q must start with /", o.RenewPath)
 	}
-	if o.CookieName != "" && !validToken(o.CookieName) {
-		bad("cookie name %q is not a cookie token", o.CookieName)
-	}
-	if strings.HasPrefix(o.CookieName, securePrefix) && !o.CookieSecure {
-		bad("cookie name %q needs COOKIE_SECURE", o.CookieName)
-	}
-	if o.OriginCookieName != "" && (!validToken(o.OriginCookieName) || o.OriginCookieName == o.CookieName) {
-		bad("origin cookie name %q is not a cookie token distinct from the session cookie's", o.OriginCookieName)
+	for _, err := range CheckCookieNames(o.CookieName, o.OriginCookieName, o.CookieSecure) {
+		bad("%v", err)
 	}
 	if o.RedeemPath != "" && !strings.HasPrefix(o.RedeemPath, "/") {
 		bad("redeem path %q must start with /", o.RedeemPath)
@@ -320,14 +314,12 @@ func (o Options) Validate() error {
 		if o.OriginVerifier == nil || o.EntryVerifier == nil {
 			bad("origin session and entry code verifiers are required in subdomain routing")
 		}
-		if u, err := url.Parse(o.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			bad("public origin %q must be http(s)://host[:port] in subdomain routing", o.PublicOrigin)
-		} else if err := userorigin.ValidateMainHost(u.Host, o.UserDomain); err != nil {
+		if err := CheckPublicOrigin(o.PublicOrigin, o.UserDomain); err != nil {
 			bad("%v", err)
 		}
 	}
-	if h := strings.ToLower(o.AuthProxyHeader); h != "" && (!validToken(h) || slices.Contains(headerrule.HopByHop, h) || requestFraming[h]) {
-		bad("auth proxy header %q is not a header name an SSO proxy can assert a user with", o.AuthProxyHeader)
+	if err := CheckAuthProxyHeader(o.AuthProxyHeader); err != nil {
+		bad("auth proxy header: %v", err)
 	}
 	if o.AuthProxySecret != nil && len(o.AuthProxySecret) < MinAuthProxySecretBytes {
 		bad("auth proxy secret of %d bytes is shorter than %d", len(o.AuthProxySecret), MinAuthProxySecretBytes)
@@ -360,16 +352,63 @@ func (o Options) Validate() error {
 			bad("%s %v is negative", name, d)
 		}
 	}
-	for _, h := range o.HeaderAllowlist {
+	for _, err := range CheckHeaderAllowlist(o.HeaderAllowlist, o.AuthProxyHeader) {
+		bad("%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// CheckCookieNames checks the session and origin cookie names (empty
+// means the default): cookie tokens, distinct, and a __Host- name only
+// on Secure cookies.
+func CheckCookieNames(cookie, originCookie string, secure bool) []error {
+	var errs []error
+	if cookie != "" && !validToken(cookie) {
+		errs = append(errs, fmt.Errorf("cookie name %q is not a cookie token", cookie))
+	}
+	if strings.HasPrefix(cookie, securePrefix) && !secure {
+		errs = append(errs, fmt.Errorf("cookie name %q needs COOKIE_SECURE", cookie))
+	}
+	if originCookie != "" && (!validToken(originCookie) || originCookie == cookie) {
+		errs = append(errs, fmt.Errorf("origin cookie name %q is not a cookie token distinct from the session cookie's", originCookie))
+	}
+	return errs
+}
+
+// CheckPublicOrigin checks the main origin of subdomain routing: an
+// origin whose host is no user's.
+func CheckPublicOrigin(origin, userDomain string) error {
+	u, err := settings.Origin("public origin", origin)
+	if err != nil {
+		return err
+	}
+	return userorigin.ValidateMainHost(u.Host, userDomain)
+}
+
+// CheckAuthProxyHeader checks that h, when set, names a header an SSO
+// proxy can assert a user with.
+func CheckAuthProxyHeader(h string) error {
+	if l := strings.ToLower(h); l != "" && (!validToken(l) || slices.Contains(headerrule.HopByHop, l) || requestFraming[l]) {
+		return fmt.Errorf("%q is not a header name an SSO proxy can assert a user with", h)
+	}
+	return nil
+}
+
+// CheckHeaderAllowlist checks the client headers allowlisted for the
+// app: header names, none of which may ever be forwarded (credentials,
+// hop-by-hop and identity headers, authProxyHeader among them).
+func CheckHeaderAllowlist(list []string, authProxyHeader string) []error {
+	var errs []error
+	for _, h := range list {
 		name := strings.ToLower(strings.TrimSpace(h))
 		switch {
 		case !validToken(name):
-			bad("allowlisted header %q is not a header name", h)
-		case slices.Contains(neverForwarded, name) || hasIdentityPrefix(name) || name == strings.ToLower(o.AuthProxyHeader):
-			bad("header %q can never be forwarded upstream, even when allowlisted", h)
+			errs = append(errs, fmt.Errorf("allowlisted header %q is not a header name", h))
+		case slices.Contains(neverForwarded, name) || hasIdentityPrefix(name) || name == strings.ToLower(authProxyHeader):
+			errs = append(errs, fmt.Errorf("header %q can never be forwarded upstream, even when allowlisted", h))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func (o Options) withDefaults() Options {

@@ -67,12 +67,11 @@ type Proxy struct {
 // hop key, when the peer is a node (Peers).
 const hopHeader = "X-Sandgate-Hop"
 
-// New validates o, fills defaults and builds the proxy's clients, policies
-// and metrics once.
+// New fills defaults and builds the proxy's clients, rules and metrics
+// once. o must be valid: settings are checked where they are loaded
+// (nodeproxyd's Config.Validate, with the Check functions of this
+// package), and other callers check o with Validate.
 func New(o Options) (*Proxy, error) {
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
 	o = o.withDefaults()
 	streams := new(streamRegistry)
 	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.Len, jwksRefreshed: o.JWKSRefreshed})

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -219,12 +218,8 @@ func (c Config) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if m == userorigin.Subdomain {
-		if u, err := url.Parse(c.PublicOrigin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			bad("PUBLIC_ORIGIN %q must be http(s)://host[:port] in subdomain routing", c.PublicOrigin)
-		} else if err := userorigin.ValidateMainHost(u.Host, c.UserDomain); err != nil {
-			bad("PUBLIC_ORIGIN: %v", err)
-		}
+	if err := nodeproxy.CheckPublicOrigin(c.PublicOrigin, c.UserDomain); m == userorigin.Subdomain && err != nil {
+		bad("PUBLIC_ORIGIN: %v", err)
 	}
 	if c.ListenAddr == c.OpsAddr {
 		bad("LISTEN_ADDR and OPS_ADDR must differ")
@@ -237,11 +232,25 @@ func (c Config) Validate() error {
 	if _, err := c.listenPort(); err != nil {
 		errs = append(errs, err)
 	}
-	if u, err := url.Parse(c.authAPIInternalURL()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("AUTHAPI_INTERNAL_URL %q is not an http(s) URL", c.authAPIInternalURL())
+	for name, v := range map[string]string{"AUTHAPI_URL": c.AuthAPIURL, "AUTHAPI_INTERNAL_URL": c.authAPIInternalURL()} {
+		if _, err := settings.Origin(name, v); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if u, err := url.Parse(c.jwksURL()); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("JWKS_URL %q is not an http(s) URL", c.jwksURL())
+	if _, err := settings.HTTPURL("JWKS_URL", c.jwksURL()); err != nil {
+		errs = append(errs, err)
+	}
+	for _, err := range nodeproxy.CheckCookieNames(c.CookieName, c.OriginCookieName, c.CookieSecure) {
+		bad("COOKIE_NAME/ORIGIN_COOKIE_NAME: %v", err)
+	}
+	if err := nodeproxy.CheckAuthProxyHeader(c.AuthProxyHeader); err != nil {
+		bad("AUTH_PROXY_HEADER %v", err)
+	}
+	for _, err := range nodeproxy.CheckHeaderAllowlist(settings.SplitList(c.HeaderAllowlist), c.AuthProxyHeader) {
+		bad("UPSTREAM_HEADER_ALLOWLIST: %v", err)
+	}
+	if c.PeerPort < 0 || c.PeerPort > 65535 {
+		bad("PEER_PORT %d outside 1-65535", c.PeerPort)
 	}
 	for name, v := range map[string]int{"MAX_BODY_MB": c.MaxBodyMB, "BUFFER_BODY_KB": c.BufferBodyKB,
 		"MAX_IN_FLIGHT_PER_USER": c.MaxInFlightPerUser, "WS_MAX_MESSAGE_BYTES": c.WSMaxMessageBytes,
