@@ -40,7 +40,7 @@ type seenAuthRequest struct {
 	Header             http.Header
 }
 
-func startFakeAuthAPI(t *testing.T, h *harness) *fakeAuthAPI {
+func startFakeAuthAPI(t testing.TB, h *harness) *fakeAuthAPI {
 	t.Helper()
 	a := &fakeAuthAPI{h: h}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -219,7 +219,7 @@ func (c *criLog) requests() []string {
 // pod is one simulated sandbox pod: an agent app on loopback whose stdout
 // lands in a CRI log file under its node's log root.
 type pod struct {
-	t      *testing.T
+	t      testing.TB
 	name   string
 	uid    string
 	addr   string
@@ -231,7 +231,7 @@ type pod struct {
 
 // startPod runs an agent app for a pod on its node's log root, sending
 // SSE events every events (zero means 200ms).
-func startPod(t *testing.T, logRoot, name, uid string, events time.Duration) *pod {
+func startPod(t testing.TB, logRoot, name, uid string, events time.Duration) *pod {
 	t.Helper()
 	dir := filepath.Join(logRoot, testNS+"_"+name+"_"+uid, "dsh")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -289,7 +289,7 @@ type node struct {
 
 // harness is node proxies, pods, a session signer and an auth API stand-in.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *testkit.Clock // tokens, verifier and proxy
 	ring   *jwt.KeyRing
 	signer *jwt.Signer
@@ -312,7 +312,7 @@ type harnessOpts struct {
 	appEvents time.Duration
 }
 
-func newHarness(t *testing.T, ho harnessOpts) *harness {
+func newHarness(t testing.TB, ho harnessOpts) *harness {
 	t.Helper()
 	h := &harness{
 		t:     t,
@@ -442,7 +442,7 @@ func (n *nodeDir) Lookup(user string) (informer.Entry, error) {
 	return e, err
 }
 
-func atoi(t *testing.T, s string) int {
+func atoi(t testing.TB, s string) int {
 	t.Helper()
 	var n int
 	if _, err := fmt.Sscan(s, &n); err != nil {
@@ -556,7 +556,7 @@ func (h *harness) send(client *http.Client, r testkit.Request) *http.Response {
 func cookie(tok string) string { return DefaultCookieName + "=" + tok }
 
 // readBody reads and closes resp's body.
-func readAll(t *testing.T, resp *http.Response) string {
+func readAll(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	b, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -567,7 +567,7 @@ func readAll(t *testing.T, resp *http.Response) string {
 }
 
 // echo decodes an /api/echo reply.
-func echo(t *testing.T, resp *http.Response) agentapp.Echo {
+func echo(t testing.TB, resp *http.Response) agentapp.Echo {
 	t.Helper()
 	body := readAll(t, resp)
 	if resp.StatusCode != http.StatusOK {
@@ -588,7 +588,7 @@ func (h *harness) rawRequest(nodeName, raw string) string {
 }
 
 // rawStatus writes raw to addr and returns the status line of the answer.
-func rawStatus(t *testing.T, addr, raw string) string {
+func rawStatus(t testing.TB, addr, raw string) string {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

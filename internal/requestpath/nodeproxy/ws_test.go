@@ -52,7 +52,7 @@ func closeCode(t *testing.T, c *websocket.Conn) int {
 }
 
 // echoes sends msg on c and fails the test unless the app echoes it.
-func echoes(t *testing.T, c *websocket.Conn, msg string) {
+func echoes(t testing.TB, c *websocket.Conn, msg string) {
 	t.Helper()
 	if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 		t.Fatalf("write %q: %v", msg, err)
