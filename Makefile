@@ -388,10 +388,14 @@ fuzz: ## fuzz every fuzz target for FUZZTIME each (not in make test, which runs 
 	done
 
 .PHONY: bench
-bench: controlplane ## measure data path, sessions, scale, growth and lifecycle into bench/RESULTS.md (about 10 min; not in make test)
+bench: controlplane ## measure the pipeline benchmark, data path, sessions, scale, growth and lifecycle into bench/RESULTS.md (about 11 min; not in make test)
+	@echo ">> the node proxy's pipeline benchmark, in process (5 runs)"
+	@mkdir -p bench/out
+	$(GO) test -v -run '^$$' -bench Pipeline -benchmem -benchtime 20000x -count 5 ./internal/requestpath/nodeproxy > bench/out/pipeline.txt || { cat bench/out/pipeline.txt; exit 1; }
+	@grep 'pipeline:' bench/out/pipeline.txt | head -1
 	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
 	$(GO_BUILD) -o bin/sandgate-bench ./bench
-	./bin/sandgate-bench -out bench/RESULTS.md $(BENCH_FLAGS)
+	./bin/sandgate-bench -out bench/RESULTS.md -pipeline bench/out/pipeline.txt $(BENCH_FLAGS)
 
 .PHONY: bench-smoke
 bench-smoke: ## every bench way for about a second, results checked for shape, not speed (under a minute)

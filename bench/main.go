@@ -33,6 +33,8 @@ type config struct {
 	profile   string
 	// smoke runs every way briefly and checks the results' shape.
 	smoke bool
+	// pipeline is the output of the node proxy's BenchmarkPipeline, or "".
+	pipeline string
 	// rounds of every load cell; sseEvents per SSE stream; scaleUsers of
 	// the scale table; growthPods of the growth table.
 	rounds     int
@@ -71,6 +73,7 @@ func main() {
 	flag.IntVar(&c.wsIdle, "ws-idle", 10000, "idle WebSockets to bridge for the memory figure")
 	flag.BoolVar(&c.lifecycle, "lifecycle", true, "measure signup, wake and suspend on a real API server")
 	flag.StringVar(&c.profile, "profile", "bench/out", "directory for the proxy's CPU profile; empty skips profiling")
+	flag.StringVar(&c.pipeline, "pipeline", "", "output of go test -bench Pipeline -benchmem -count N ./internal/requestpath/nodeproxy, reported beside the rest (make bench writes it)")
 	flag.BoolVar(&c.smoke, "smoke", false, "run every way for about a second and check the results' shape, not speed; writes -out only when given")
 	flag.Parse()
 	if c.smoke {

@@ -46,6 +46,9 @@ type results struct {
 	LifecycleErr string
 	// Profile is the proxy's CPU profile summary (pprof -top).
 	Profile string
+	// Pipeline is the node proxy's BenchmarkPipeline; nil without
+	// -pipeline.
+	Pipeline []pipelineStage
 }
 
 // proxyMemory is the proxy process's memory at one moment.
@@ -66,6 +69,13 @@ type idleResult struct {
 // orchestrate runs every measurement and writes the results.
 func orchestrate(ctx context.Context, c config, log *slog.Logger) error {
 	res := &results{Started: time.Now()}
+	if c.pipeline != "" {
+		stages, err := readPipeline(c.pipeline)
+		if err != nil {
+			return err
+		}
+		res.Pipeline = stages
+	}
 	if _, err := exec.LookPath("taskset"); err != nil {
 		return fmt.Errorf("taskset is needed to pin the load generator: %w", err)
 	}

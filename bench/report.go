@@ -50,6 +50,7 @@ func render(c config, r *results) string {
 	logTable(p, r, c)
 	halfTable(p, r, c)
 	crowdTable(p, r, c)
+	pipelineTable(p, r.Pipeline)
 
 	p("\n## 2. Cross-node hop\n\nbob's pod runs on n2: n1's proxy authenticates, resolves and forwards to n2's proxy, " +
 		"which authenticates again and talks to the (fasthttp) app. Both proxies and the app share core 0.\n\n")

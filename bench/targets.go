@@ -23,6 +23,12 @@ func targets(r *results) []target {
 		add("(b) CPU per request <= 1.3x (d)'s at 64 conns, 1 KiB (fasthttp app)",
 			fmt.Sprintf("%.2fx (%s vs %s)", x, us(time.Duration(pcpu)), us(time.Duration(dcpu))), x <= 1.3)
 	}
+	if all, bare := pipelineStageOf(r.Pipeline, "all"), pipelineStageOf(r.Pipeline, "bare"); bare.NsPerOp.Med > 0 {
+		extra := all.AllocsMed - bare.AllocsMed
+		add(fmt.Sprintf("pipeline benchmark: allocations per plain proxied request <= the bare proxy's + %d", pipelineAllocBudget),
+			fmt.Sprintf("%.0f (%.0f vs %.0f bare; %.0f ns vs %.0f ns in process)", extra, all.AllocsMed, bare.AllocsMed, all.NsPerOp.Med, bare.NsPerOp.Med),
+			extra <= pipelineAllocBudget)
+	}
 	page := pageApp.Sizes[0]
 	if b, d := r.runs(pageApp, cell{viaProxy, page, 64}).rps().Med, r.runs(pageApp, cell{viaBare, page, 64}).rps().Med; d > 0 {
 		add("(b)/(d) throughput >= 0.95 at 64 conns (realistic app)", fmt.Sprintf("%.2f (%.0f vs %.0f req/s)", b/d, b, d), b/d >= 0.95)

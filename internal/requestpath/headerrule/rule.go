@@ -60,9 +60,9 @@ func (r *Rule) Passes(name []byte) bool {
 	return ok || hasPrefix(name, r.allowPrefixes)
 }
 
-// Edit sees each response header that passes, by its lower-case name,
-// and returns the value to send, or false to leave the header out (to
-// write it later, or never).
+// Edit sees each response header that passes, by its name as the
+// upstream sent it (compare it case-insensitively), and returns the value
+// to send, or false to leave the header out (to write it later, or never).
 type Edit func(name, value []byte) ([]byte, bool)
 
 // CopyRequest adds the headers of src that pass onto dst.
@@ -102,7 +102,7 @@ func (r *Rule) CopyResponse(dst, src *fasthttp.ResponseHeader, edit Edit) {
 		}
 		if edit != nil {
 			var keep bool
-			if v, keep = edit(name, v); !keep {
+			if v, keep = edit(k, v); !keep {
 				continue
 			}
 		}

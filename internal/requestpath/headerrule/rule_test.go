@@ -46,7 +46,7 @@ func TestCopyResponseEdits(t *testing.T) {
 	src.Set("X-Gone", "1")
 	src.Set("X-Kept", "1")
 	New(Spec{Drop: HopByHop}).CopyResponse(&dst, &src, func(name, v []byte) ([]byte, bool) {
-		switch string(name) {
+		switch strings.ToLower(string(name)) {
 		case "location":
 			return append([]byte("/u/x"), v...), true
 		case "x-gone":

@@ -23,18 +23,18 @@ type appSeen struct {
 	varied, variesOK bool // a Vary, and one that lists Cookie or *
 }
 
-// note records one header (lower-case name) of an app's response, and
-// reports whether it is copied: an empty Content-Security-Policy,
-// X-Frame-Options, Cache-Control or Vary says nothing and is left out, so
-// that what the app did send decides alone.
+// note records one header of an app's response, and reports whether it
+// is copied: an empty Content-Security-Policy, X-Frame-Options,
+// Cache-Control or Vary says nothing and is left out, so that what the app
+// did send decides alone.
 func (s *appSeen) note(name, v []byte) bool {
-	switch string(name) {
-	case "content-security-policy", "x-frame-options":
+	switch {
+	case bytes.EqualFold(name, cspName), bytes.EqualFold(name, frameOptionsName):
 		s.framed = s.framed || len(v) > 0
-	case "cache-control":
+	case bytes.EqualFold(name, cacheControlName):
 		s.cached = s.cached || len(v) > 0
 		s.cacheOK = s.cacheOK || hasToken(v, noStore) || hasToken(v, private)
-	case "vary":
+	case bytes.EqualFold(name, varyName):
 		s.varied = s.varied || len(v) > 0
 		s.variesOK = s.variesOK || hasToken(v, cookieToken) || hasToken(v, []byte("*"))
 	default:
@@ -42,6 +42,13 @@ func (s *appSeen) note(name, v []byte) bool {
 	}
 	return len(v) > 0
 }
+
+var (
+	cspName          = []byte("Content-Security-Policy")
+	frameOptionsName = []byte("X-Frame-Options")
+	cacheControlName = []byte(fasthttp.HeaderCacheControl)
+	varyName         = []byte(fasthttp.HeaderVary)
+)
 
 // secure adds what an app's response needs on the way to a browser,
 // without overriding the app's own choices:

@@ -57,18 +57,34 @@ func readCredentials(h *fasthttp.RequestHeader, cookieName string) credentials {
 	if tok, ok := parseBearer(h.Peek("Authorization")); ok {
 		c.bearer = tok
 	}
-	for k, v := range h.Cookies() {
-		if string(k) != cookieName {
-			continue
-		}
-		if len(c.cookies) == maxSessionCookies {
-			break
-		}
-		if validCookieValue(v) {
-			c.cookies = append(c.cookies, string(v))
+	for _, line := range h.PeekAll(fasthttp.HeaderCookie) {
+		for len(line) > 0 && len(c.cookies) < maxSessionCookies {
+			var pair []byte
+			pair, line, _ = bytes.Cut(line, cookieSeparator)
+			if v, ok := cookieValue(pair, cookieName); ok && validCookieValue(v) {
+				c.cookies = append(c.cookies, string(v))
+			}
 		}
 	}
 	return c
+}
+
+var cookieSeparator = []byte(";")
+
+// cookieValue is the value of one name=value pair of a Cookie header when
+// its name is name, read as fasthttp's own cookie parser does (spaces
+// around both trimmed, one pair of quotes around the value dropped), so
+// that finding the session cookie parses none of the others.
+func cookieValue(pair []byte, name string) ([]byte, bool) {
+	k, v, ok := bytes.Cut(pair, []byte("="))
+	if !ok || string(bytes.Trim(k, " \t")) != name {
+		return nil, false
+	}
+	v = bytes.Trim(v, " \t")
+	if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	return v, true
 }
 
 var bearerScheme = []byte("bearer")

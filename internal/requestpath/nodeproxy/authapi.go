@@ -19,14 +19,14 @@ import (
 // 503 with Retry-After (ErrAuthAPIUnavailable), never a sign-in prompt.
 func (p *Proxy) toAuthAPI(ctx *fasthttp.RequestCtx, x *exchange) {
 	p.forward(ctx, x, forwarding{
-		upstream:   upstreamAuthAPI,
-		origin:     p.authAPI.public,
-		target:     string(ctx.Request.Header.RequestURI()),
-		headers:    headerrule.Pair{HTTP: p.authAPIRule(x)},
-		setHeaders: func(outHeader, string) {},
-		readBody:   p.readAuthAPIBody,
-		failed:     p.authAPI.forwardFailed,
-		resp:       respPolicy{rule: p.rules.fromAuthAPI},
+		upstream:    upstreamAuthAPI,
+		base:        p.authAPI.public,
+		target:      string(ctx.Request.Header.RequestURI()),
+		headers:     headerrule.Pair{HTTP: p.authAPIRule(x)},
+		own:         noOwnHeaders{},
+		authAPIBody: true,
+		failed:      p.authAPI.forwardFailed,
+		resp:        respPolicy{rule: p.rules.fromAuthAPI},
 	})
 }
 

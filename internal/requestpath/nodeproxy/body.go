@@ -20,6 +20,10 @@ type body struct {
 
 // complete reports whether the whole body is in memory, so the request
 // can be sent again.
+// emptyBody is the body of every request that has none. It is shared, so nothing
+// writes it: release has nothing to give back.
+var emptyBody body
+
 func (b *body) complete() bool { return b.rest == nil }
 
 // attach sets the body on an upstream request.
@@ -143,15 +147,14 @@ func (p *Proxy) readBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, func(), 
 // in place of BufferBodyBytes.
 func (p *Proxy) readBodyUpTo(ctx *fasthttp.RequestCtx, x *exchange, limit int64, buffer int) (*body, error) {
 	cl := ctx.Request.Header.ContentLength()
-	b := &body{size: cl}
 	switch {
 	case cl == 0 || cl < -1:
 		// No body (-2 means none was framed).
-		b.size = 0
-		return b, nil
+		return &emptyBody, nil
 	case int64(cl) > limit:
 		return nil, fmt.Errorf("%w: %d bytes declared", ErrBodyTooLarge, cl)
 	}
+	b := &body{size: cl}
 	var src io.Reader = ctx.RequestBodyStream()
 	if src == nil {
 		src = bytes.NewReader(ctx.Request.Body())

@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"bufio"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +92,34 @@ func FuzzCredentials(f *testing.F) {
 			if !validCookieValue([]byte(v)) || !strings.Contains(storedCookies, v) {
 				t.Fatalf("cookie value %q from %q (sent %q)", v, storedCookies, cookieHeader)
 			}
+		}
+	})
+}
+
+// FuzzSessionCookie: the session cookie values readCredentials finds in a
+// request as the server reads it, without parsing the other cookies, are
+// the ones fasthttp's cookie parser finds, valid and at most
+// maxSessionCookies of them.
+func FuzzSessionCookie(f *testing.F) {
+	f.Add("a=1; " + DefaultCookieName + "=tok; b=2")
+	f.Add(DefaultCookieName + ` = "tok" ;` + DefaultCookieName + "=two")
+	f.Add(" ; =; " + DefaultCookieName + "; " + DefaultCookieName + "=\t\tx\t")
+	f.Fuzz(func(t *testing.T, cookieHeader string) {
+		var req fasthttp.Request
+		raw := "GET / HTTP/1.1\r\nHost: h\r\nCookie: " + cookieHeader + "\r\nCookie: " + DefaultCookieName + "=last\r\n\r\n"
+		if req.Read(bufio.NewReader(strings.NewReader(raw))) != nil {
+			return
+		}
+		var parsed fasthttp.RequestHeader
+		req.Header.CopyTo(&parsed)
+		var want []string
+		for k, v := range parsed.Cookies() {
+			if string(k) == DefaultCookieName && validCookieValue(v) && len(want) < maxSessionCookies {
+				want = append(want, string(v))
+			}
+		}
+		if got := readCredentials(&req.Header, DefaultCookieName).cookies; !slices.Equal(got, want) {
+			t.Fatalf("session cookies %q, fasthttp's parser finds %q", got, want)
 		}
 	})
 }

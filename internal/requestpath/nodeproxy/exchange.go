@@ -21,6 +21,7 @@ type exchange struct {
 
 	route  route
 	method string
+	host   string // the request's Host
 	peer   netip.Addr
 	client netip.Addr // peer, or whom trusted proxies say they forward
 	fwd    forwarded
@@ -38,6 +39,9 @@ type exchange struct {
 	pod      string
 	node     string
 	retried  bool // the app answered 401 once and the request was retried
+	// app is the retry rule and own headers of a request to a pod on
+	// this node (toPod).
+	app appRetry
 
 	slot bool // holds one of the user's in-flight slots
 	held bool // waited for its sandbox to wake

@@ -17,17 +17,18 @@ import (
 // a WebSocket; what differs is this data.
 type forwarding struct {
 	upstream string // pod, peer or authapi, for the access log
-	// origin is the upstream's http(s)://host[:port], and target the
-	// request URI asked of it.
-	origin, target string
+	// base and host are the upstream's http(s)://host[:port]: "http://"
+	// and the pod's or peer's address, or the auth API's public base and
+	// no host; target is the request URI asked of it. Kept apart, they
+	// cost one concatenation per request.
+	base, host, target string
 	// headers is the rule of the client headers this upstream may see.
 	headers headerrule.Pair
-	// setHeaders sets this upstream's own headers after the forwarded
-	// ones; uri is the request URI the upstream will see.
-	setHeaders func(h outHeader, uri string)
-	// readBody reads the request body for this upstream; release gives
-	// back what it reserved.
-	readBody func(ctx *fasthttp.RequestCtx, x *exchange) (b *body, release func(), err error)
+	// own sets this upstream's own headers after the forwarded ones.
+	own ownHeaders
+	// authAPIBody reads the request body as readAuthAPIBody does, else as
+	// readBody does.
+	authAPIBody bool
 	// app is the retry rule of a pod's app: nil for the others.
 	app *appRetry
 	// failed maps a round trip that got no answer to the outcome.
@@ -36,6 +37,18 @@ type forwarding struct {
 	wsFailure string
 	resp      respPolicy
 }
+
+// ownHeaders sets an upstream's own request headers; uri is the request
+// URI the upstream will see. Its implementations live on the exchange or
+// cost nothing, so choosing one allocates nothing.
+type ownHeaders interface {
+	set(h outHeader, uri string)
+}
+
+// noOwnHeaders is the auth API's: the client's headers go as they are.
+type noOwnHeaders struct{}
+
+func (noOwnHeaders) set(outHeader, string) {}
 
 // outHeader is the request header a forward writes: fasthttp's for HTTP,
 // net/http's for a WebSocket dial.
@@ -63,7 +76,11 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 		p.bridge(ctx, x, f)
 		return
 	}
-	b, release, err := f.readBody(ctx, x)
+	read := p.readBody
+	if f.authAPIBody {
+		read = p.readAuthAPIBody
+	}
+	b, release, err := read(ctx, x)
 	if err != nil {
 		p.fail(ctx, x, err)
 		return
@@ -71,7 +88,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 	defer release()
 	defer b.release()
 	if f.app != nil && !b.complete() {
-		if err := f.app.confirm(p, ctx); err != nil {
+		if err := f.app.confirm(ctx); err != nil {
 			p.fail(ctx, x, err)
 			return
 		}
@@ -79,16 +96,17 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 	headers := func(h *fasthttp.RequestHeader) {
 		f.headers.HTTP.CopyRequest(h, &ctx.Request.Header)
 		x.fwd.setOn(h.Set)
-		f.setHeaders(fastHeader{h}, f.target)
+		f.own.set(fastHeader{h}, f.target)
 	}
-	resp, err := p.roundTrip(ctx, f.origin+f.target, b, headers)
+	uri := f.base + f.host + f.target
+	resp, err := p.roundTrip(ctx, uri, b, headers)
 	if err == nil && f.app != nil && resp.StatusCode() == fasthttp.StatusUnauthorized && b.complete() {
 		discard(resp)
-		if err = f.app.refresh(p, ctx, x); err != nil {
+		if err = f.app.refresh(ctx); err != nil {
 			p.fail(ctx, x, err)
 			return
 		}
-		resp, err = p.roundTrip(ctx, f.origin+f.target, b, headers)
+		resp, err = p.roundTrip(ctx, uri, b, headers)
 	}
 	if err != nil {
 		p.fail(ctx, x, f.failed(err))
@@ -105,7 +123,7 @@ func (p *Proxy) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 // bridges the two. A failed dial is reported to the client as close 1011
 // after the upgrade.
 func (p *Proxy) bridge(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
-	dialURL := "ws" + f.origin[len("http"):] + f.target
+	dialURL := "ws" + f.base[len("http"):] + f.host + f.target
 	var sent string // the request URI the dialer sends
 	if u, err := url.Parse(dialURL); err == nil {
 		sent = u.RequestURI()
@@ -113,12 +131,12 @@ func (p *Proxy) bridge(ctx *fasthttp.RequestCtx, x *exchange, f forwarding) {
 	dial := func() (*websocket.Conn, *http.Response, error) {
 		h := f.headers.Dial.DialHeader(&ctx.Request.Header)
 		x.fwd.setOn(h.Set)
-		f.setHeaders(dialHeader{h}, sent)
+		f.own.set(dialHeader{h}, sent)
 		return p.dialUpstreamWS(ctx, dialURL, h)
 	}
 	conn, resp, err := dial()
 	if err != nil && f.app != nil && resp != nil && resp.StatusCode == http.StatusUnauthorized {
-		if err = f.app.refresh(p, ctx, x); err != nil {
+		if err = f.app.refresh(ctx); err != nil {
 			p.fail(ctx, x, err)
 			return
 		}

@@ -101,14 +101,16 @@ func (p *Proxy) begin(ctx *fasthttp.RequestCtx) *exchange {
 	if trust.hop {
 		trust.vouched = p.checkHop(ctx, r, peer)
 	}
+	host := string(ctx.Host())
 	x := &exchange{
 		outcome: outcome{start: time.Now()},
 		route:   r,
-		method:  string(ctx.Method()),
+		method:  methodName(ctx.Method()),
+		host:    host,
 		peer:    peer,
 		client:  p.clientOf(&ctx.Request.Header, peer, trust.trusted),
 		hopIn:   hop,
-		fwd:     forwardedOf(&ctx.Request.Header, peer, ctx.IsTLS(), trust.trusted(peer)),
+		fwd:     forwardedOf(&ctx.Request.Header, host, peer, ctx.IsTLS(), trust.trusted(peer)),
 	}
 	if x.route.kind == routeUser {
 		x.ws = websocket.FastHTTPIsWebSocketUpgrade(ctx)
@@ -162,4 +164,15 @@ func (p *Proxy) redirect(ctx *fasthttp.RequestCtx, x *exchange) {
 	ctx.Response.Header.Set("Location", x.route.target)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	p.reply(ctx, x, status, nil)
+}
+
+// methodName is m as a string, without a copy for the common methods.
+func methodName(m []byte) string {
+	for _, known := range []string{fasthttp.MethodGet, fasthttp.MethodPost, fasthttp.MethodHead, fasthttp.MethodPut,
+		fasthttp.MethodPatch, fasthttp.MethodDelete, fasthttp.MethodOptions} {
+		if string(m) == known {
+			return known
+		}
+	}
+	return string(m)
 }

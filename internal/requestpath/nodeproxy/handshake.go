@@ -30,13 +30,13 @@ func (p *Proxy) handshake(ctx *fasthttp.RequestCtx, x *exchange, t target) (upst
 		PodUID:         t.pod.UID,
 		Container:      t.pod.Container,
 		Addr:           t.pod.Addr,
-		Host:           p.appHost(ctx, x),
+		Host:           p.appHost(x),
 		ForwardedFor:   x.fwd.xff,
 		ForwardedProto: x.fwd.proto,
 		ForwardedHost:  x.fwd.host,
 	}
 	x.upstream = upstreamPod
-	cookie, err := p.opts.Handshaker.Cookie(handshakeContext(ctx), ht)
+	cookie, err := p.opts.Handshaker.Cookie(handshakeContext, ht)
 	return upstream{target: ht, cookie: cookie}, err
 }
 
@@ -44,19 +44,18 @@ func (p *Proxy) handshake(ctx *fasthttp.RequestCtx, x *exchange, t target) (upst
 func (p *Proxy) refresh(ctx *fasthttp.RequestCtx, up upstream) (upstream, error) {
 	start := time.Now()
 	defer p.m.observe(stageHandshake, start)
-	cookie, err := p.opts.Handshaker.Refresh(handshakeContext(ctx), up.target, up.cookie)
+	cookie, err := p.opts.Handshaker.Refresh(handshakeContext, up.target, up.cookie)
 	up.cookie = cookie
 	return up, err
 }
 
-// handshakeContext is what a request waits for its handshake with: the
-// RequestCtx without its cancellation, which comes only when shutdown
-// begins. A graceful drain lets the request finish: the wait is bounded by
-// the handshake's own timeout (handshake.Options.Timeout), and the
-// Handshaker is closed only after the servers return.
-func handshakeContext(ctx *fasthttp.RequestCtx) context.Context {
-	return context.WithoutCancel(ctx)
-}
+// handshakeContext is what a request waits for its handshake with:
+// nothing the RequestCtx carries, not even its cancellation, which comes
+// only when shutdown begins. A graceful drain lets the request finish: the
+// wait is bounded by the handshake's own timeout
+// (handshake.Options.Timeout), and the Handshaker is closed only after the
+// servers return. One context serves every request.
+var handshakeContext = context.Background()
 
 // acceptedWithin is how recently the app must have accepted a cookie for a
 // body that cannot be sent twice (one past BufferBodyBytes) to go out with

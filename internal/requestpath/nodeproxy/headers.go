@@ -1,6 +1,7 @@
 package nodeproxy
 
 import (
+	"bytes"
 	"net/netip"
 
 	"github.com/valyala/fasthttp"
@@ -17,11 +18,11 @@ type forwarded struct {
 // maxForwardedFor keeps X-Forwarded-For short enough for every upstream.
 const maxForwardedFor = 1000
 
-// forwardedOf computes X-Forwarded-For/Proto/Host for a request whose
-// direct peer is peer. A trusted peer's values are kept (and For extended
+// forwardedOf computes X-Forwarded-For/Proto/Host for a request to host
+// whose direct peer is peer. A trusted peer's values are kept (and For extended
 // by the peer); anyone else's are replaced.
-func forwardedOf(req *fasthttp.RequestHeader, peer netip.Addr, tls, trusted bool) forwarded {
-	f := forwarded{xff: peer.String(), proto: "http", host: string(req.Host())}
+func forwardedOf(req *fasthttp.RequestHeader, host string, peer netip.Addr, tls, trusted bool) forwarded {
+	f := forwarded{xff: peer.String(), proto: "http", host: host}
 	if tls {
 		f.proto = "https"
 	}
@@ -70,7 +71,7 @@ func (rp respPolicy) copyResponse(dst, src *fasthttp.ResponseHeader) {
 		if rp.app && !seen.note(name, v) {
 			return nil, false
 		}
-		if rp.locationPrefix != "" && string(name) == "location" {
+		if rp.locationPrefix != "" && bytes.EqualFold(name, locationName) {
 			return rewriteLocation(rp.locationPrefix, v), true
 		}
 		return v, true
@@ -79,6 +80,8 @@ func (rp respPolicy) copyResponse(dst, src *fasthttp.ResponseHeader) {
 		seen.secure(dst)
 	}
 }
+
+var locationName = []byte("location")
 
 // rewriteLocation puts prefix before an absolute-path reference; absolute
 // URLs, network-path references ("//host") and relative references are

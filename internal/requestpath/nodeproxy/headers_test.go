@@ -119,15 +119,15 @@ func TestForwardedOf(t *testing.T) {
 	h.Set("X-Forwarded-Proto", "https")
 	h.Set("X-Forwarded-Host", "public.example.test")
 	peer := netip.MustParseAddr("10.0.0.7")
-	if f := forwardedOf(&h, peer, false, false); f != (forwarded{"10.0.0.7", "http", "gw.example.test"}) {
+	if f := forwardedOf(&h, "gw.example.test", peer, false, false); f != (forwarded{"10.0.0.7", "http", "gw.example.test"}) {
 		t.Errorf("untrusted peer: %+v", f)
 	}
-	if f := forwardedOf(&h, peer, false, true); f != (forwarded{"203.0.113.9, 10.0.0.7", "https", "public.example.test"}) {
+	if f := forwardedOf(&h, "gw.example.test", peer, false, true); f != (forwarded{"203.0.113.9, 10.0.0.7", "https", "public.example.test"}) {
 		t.Errorf("trusted peer: %+v", f)
 	}
 	h.Set("X-Forwarded-Proto", "gopher")
 	h.Set("X-Forwarded-Host", "bad host\r\n")
-	if f := forwardedOf(&h, peer, true, true); f.proto != "https" || f.host != "gw.example.test" {
+	if f := forwardedOf(&h, "gw.example.test", peer, true, true); f.proto != "https" || f.host != "gw.example.test" {
 		t.Errorf("bad forwarded values kept: %+v", f)
 	}
 }

@@ -20,18 +20,12 @@ import (
 func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target) {
 	p.m.hops.WithLabelValues("out", "sent").Inc()
 	p.forward(ctx, x, forwarding{
-		upstream: upstreamPeer,
-		origin:   "http://" + t.peer,
-		target:   x.route.prefix() + x.route.target,
-		headers:  p.rules.toPeer,
-		setHeaders: func(h outHeader, uri string) {
-			setCredential(h.Set, id, p.sessionRules(x.route).cookie)
-			h.Set(hopHeader, p.hopValue)
-			if uri != "" && p.hopAuth != nil {
-				h.Set(hopAuthHeader, p.hopAuth.sign(p.sentHop(ctx, x, t.node, uri)))
-			}
-		},
-		readBody:  p.readBody,
+		upstream:  upstreamPeer,
+		base:      "http://",
+		host:      t.peer,
+		target:    x.route.prefix() + x.route.target,
+		headers:   p.rules.toPeer,
+		own:       &hopHeaders{p: p, ctx: ctx, x: x, id: id, node: t.node},
 		failed:    peerDown,
 		wsFailure: "WebSocket hop",
 		// The peer already rewrote Location and dropped the app's
@@ -39,6 +33,25 @@ func (p *Proxy) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t target
 		// older version.
 		resp: p.appPolicy(x, ""),
 	})
+}
+
+// hopHeaders are a hop's own headers: the user's credential, the hop
+// header and, with a hop key, the proof.
+type hopHeaders struct {
+	p    *Proxy
+	ctx  *fasthttp.RequestCtx
+	x    *exchange
+	id   identity
+	node string
+}
+
+func (hh *hopHeaders) set(h outHeader, uri string) {
+	p := hh.p
+	setCredential(h.Set, hh.id, p.sessionRules(hh.x.route).cookie)
+	h.Set(hopHeader, p.hopValue)
+	if uri != "" && p.hopAuth != nil {
+		h.Set(hopAuthHeader, p.hopAuth.sign(p.sentHop(hh.ctx, hh.x, hh.node, uri)))
+	}
 }
 
 // peerDown names a hop that could not connect: the peer is restarting (a

@@ -279,8 +279,8 @@ func (o Options) Validate() error {
 	if o.NodeName == "" {
 		bad("node name is required")
 	}
-	if o.Directory == nil || o.Verifier == nil || o.Handshaker == nil {
-		bad("directory, verifier and handshaker are required")
+	if err := o.missing(); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := settings.Origin("auth API URL", o.AuthAPI); err != nil {
 		bad("%v", err)
@@ -356,6 +356,14 @@ func (o Options) Validate() error {
 		bad("%v", err)
 	}
 	return errors.Join(errs...)
+}
+
+// missing reports collaborators New cannot do without.
+func (o Options) missing() error {
+	if o.Directory == nil || o.Verifier == nil || o.Handshaker == nil {
+		return errors.New("nodeproxy: directory, verifier and handshaker are required")
+	}
+	return nil
 }
 
 // CheckCookieNames checks the session and origin cookie names (empty

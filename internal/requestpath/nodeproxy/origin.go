@@ -40,11 +40,11 @@ func (p *Proxy) routeOf(ctx *fasthttp.RequestCtx) route {
 // names they serve (DSH_TRUSTED_HOSTS), and one per user could never be
 // listed in a shared template; X-Forwarded-Host still names the user
 // origin.
-func (p *Proxy) appHost(ctx *fasthttp.RequestCtx, x *exchange) string {
+func (p *Proxy) appHost(x *exchange) string {
 	if x.route.origin != "" {
 		return p.mainHost
 	}
-	return string(ctx.Host())
+	return x.host
 }
 
 // appOrigin is the Origin to send the app instead of origin for a request

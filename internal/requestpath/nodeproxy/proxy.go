@@ -17,23 +17,15 @@ import (
 // the app answers 401 and the body can be sent again (appRetry). A
 // WebSocket dial gets the same headers.
 func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
-	app := &appRetry{up: up}
+	x.app = appRetry{p: p, x: x, up: up}
 	p.forward(ctx, x, forwarding{
-		upstream: upstreamPod,
-		origin:   "http://" + up.target.Addr,
-		target:   x.route.target,
-		headers:  p.rules.toApp,
-		setHeaders: func(h outHeader, _ string) {
-			h.Set("Cookie", app.up.cookie)
-			if x.route.origin != "" {
-				h.SetHost(app.up.target.Host)
-				if o := p.appOrigin(x, []byte(h.Get("Origin"))); o != "" {
-					h.Set("Origin", o)
-				}
-			}
-		},
-		readBody:  p.readBody,
-		app:       app,
+		upstream:  upstreamPod,
+		base:      "http://",
+		host:      up.target.Addr,
+		target:    x.route.target,
+		headers:   p.rules.toApp,
+		own:       &x.app,
+		app:       &x.app,
 		failed:    unmapped,
 		wsFailure: "WebSocket dial",
 		resp:      p.appPolicy(x, x.route.prefix()),
@@ -43,25 +35,41 @@ func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
 // appRetry is the retry rule of a pod's app. A body that cannot be sent
 // again goes out only with a cookie the app accepted lately, or after a
 // refresh (docs/handshake.md); a 401 to one that can is answered by a
-// refresh and one more try.
-type appRetry struct{ up upstream }
+// refresh and one more try. It lives on the exchange.
+type appRetry struct {
+	p  *Proxy
+	x  *exchange
+	up upstream
+}
+
+// set sends the app's cookie, and on a user origin the main host and
+// Origin the app knows.
+func (a *appRetry) set(h outHeader, _ string) {
+	h.Set("Cookie", a.up.cookie)
+	if a.x.route.origin != "" {
+		h.SetHost(a.up.target.Host)
+		if o := a.p.appOrigin(a.x, []byte(h.Get("Origin"))); o != "" {
+			h.Set("Origin", o)
+		}
+	}
+}
 
 // confirm readies the cookie for a body that cannot be sent again.
-func (a *appRetry) confirm(p *Proxy, ctx *fasthttp.RequestCtx) error {
-	up, err := p.confirm(ctx, a.up)
+func (a *appRetry) confirm(ctx *fasthttp.RequestCtx) error {
+	up, err := a.p.confirm(ctx, a.up)
 	a.up = up
 	return err
 }
 
 // refresh replaces the cookie the app refused, before the one retry.
-func (a *appRetry) refresh(p *Proxy, ctx *fasthttp.RequestCtx, x *exchange) error {
-	up, err := p.refresh(ctx, a.up)
+func (a *appRetry) refresh(ctx *fasthttp.RequestCtx) error {
+	up, err := a.p.refresh(ctx, a.up)
 	if err != nil {
 		return err
 	}
 	a.up = up
-	x.retried = true
-	p.m.retries.Inc()
+	a.x.retried = true
+	a.p.m.retries.Inc()
 	return nil
 }
 

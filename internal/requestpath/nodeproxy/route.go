@@ -71,16 +71,13 @@ type route struct {
 	// origin is scheme://host of the user origin the request reached in
 	// subdomain routing; empty in path routing.
 	origin string
+	// under is /u/<user> in path routing, empty on a user origin.
+	under string
 }
 
 // prefix is what the app's absolute paths sit under for the browser, and
 // what a hop puts before target: /u/<user>, or nothing on a user origin.
-func (r route) prefix() string {
-	if r.origin != "" {
-		return ""
-	}
-	return userPrefix + r.user
-}
+func (r route) prefix() string { return r.under }
 
 // parseRoute classifies a raw request target. It decides on the raw bytes
 // and refuses, rather than normalises, anything whose decoded and cleaned
@@ -101,7 +98,7 @@ func parseRoute(uri []byte) route {
 		return route{kind: routeBadPath, path: "-"}
 	}
 	rest := path[len(userPrefix):]
-	user, below, found := strings.Cut(rest, "/")
+	user, _, found := strings.Cut(rest, "/")
 	if account.ValidateUser(user) != nil {
 		return route{kind: routeNoUser, path: path}
 	}
@@ -112,11 +109,10 @@ func parseRoute(uri []byte) route {
 		}
 		return route{kind: routeRedirect, user: user, target: target, path: path}
 	}
-	target := "/" + below
-	if hasQuery {
-		target += "?" + query
-	}
-	return route{kind: routeUser, user: user, target: target, path: path}
+	// s is path, then "?" and the query when there is one: the target is
+	// all of it after /u/<user>, and costs no copy.
+	under := len(userPrefix) + len(user)
+	return route{kind: routeUser, user: user, target: s[under:], path: path, under: s[:under]}
 }
 
 // parseOriginRoute classifies a raw request target on user's own origin

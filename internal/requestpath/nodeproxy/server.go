@@ -67,11 +67,23 @@ type Proxy struct {
 // hop key, when the peer is a node (Peers).
 const hopHeader = "X-Sandgate-Hop"
 
+// wsReadBuffer is the read buffer each side of a bridged WebSocket holds
+// for as long as it is open: room for a frame header, a control frame and
+// small messages. A larger payload bypasses it, read straight into the
+// other side's pooled write buffer (pump copies into the message writer,
+// whose ReadFrom reads into that buffer, and bufio reads directly into a
+// buffer larger than its own).
+const wsReadBuffer = 512
+
 // New fills defaults and builds the proxy's clients, rules and metrics
-// once. o must be valid: settings are checked where they are loaded
-// (nodeproxyd's Config.Validate, with the Check functions of this
-// package), and other callers check o with Validate.
+// once. Its settings must be valid: they are checked where they are
+// loaded (nodeproxyd's Config.Validate, with the Check functions of this
+// package), and other callers check o with Validate. New refuses only
+// missing collaborators.
 func New(o Options) (*Proxy, error) {
+	if err := o.missing(); err != nil {
+		return nil, err
+	}
 	o = o.withDefaults()
 	streams := new(streamRegistry)
 	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.Len, jwksRefreshed: o.JWKSRefreshed})
@@ -104,21 +116,22 @@ func New(o Options) (*Proxy, error) {
 		RetryIfErr:               retryStale,
 	}
 	// A bridged WebSocket holds write buffers only while it writes: most
-	// are idle, and 10,000 of them would otherwise pin 80 MB.
+	// are idle, and 10,000 of them would otherwise pin 80 MB. Its read
+	// buffers are held for its life, so they are small (wsReadBuffer).
 	writeBuffers := &sync.Pool{}
 	p.upgrader = websocket.FastHTTPUpgrader{
 		// checkOrigin has refused a foreign Origin before the upstream
 		// was dialled; the library's own check would come only after.
 		CheckOrigin:      func(*fasthttp.RequestCtx) bool { return true },
 		HandshakeTimeout: o.HeaderTimeout,
-		ReadBufferSize:   4 << 10,
+		ReadBufferSize:   wsReadBuffer,
 		WriteBufferSize:  4 << 10,
 		WriteBufferPool:  writeBuffers,
 	}
 	p.dialer = &websocket.Dialer{
 		NetDialContext:   p.dialWS,
 		HandshakeTimeout: o.DialTimeout + o.HeaderTimeout,
-		ReadBufferSize:   4 << 10,
+		ReadBufferSize:   wsReadBuffer,
 		WriteBufferSize:  4 << 10,
 		WriteBufferPool:  writeBuffers,
 	}

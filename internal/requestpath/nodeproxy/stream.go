@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
+	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sandgate/sandgate/internal/openset"
@@ -155,21 +157,25 @@ func (p *Proxy) respond(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Re
 	ctx.Response.SetBodyStream(b, cl)
 }
 
-// respondWhole reads a small body of length cl before answering. An
+// respondWhole reads a small body of length cl, in a pooled buffer,
+// before answering. An
 // upstream that ends it early gets the client a 502 instead of a
 // truncated answer.
 func (p *Proxy) respondWhole(ctx *fasthttp.RequestCtx, x *exchange, resp *fasthttp.Response, rp respPolicy, src fasthttp.ReadCloserWithError, cl int) {
-	n, err := io.CopyN(ctx.Response.BodyWriter(), src, int64(cl))
+	buf := bytebufferpool.Get()
+	defer bytebufferpool.Put(buf)
+	buf.B = slices.Grow(buf.B[:0], cl)[:cl]
+	n, err := io.ReadFull(src, buf.B)
 	src.CloseWithError(err)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
-		ctx.Response.ResetBody()
 		p.fail(ctx, x, fmt.Errorf("%w: response body cut short", ErrUpstream))
 		return
 	}
+	ctx.Response.SetBody(buf.B)
 	rp.copyResponse(&ctx.Response.Header, &resp.Header)
 	x.status = resp.StatusCode()
-	x.bytesOut = n
+	x.bytesOut = int64(n)
 	p.traffic(x)
 	fasthttp.ReleaseResponse(resp)
 	p.finish(x)

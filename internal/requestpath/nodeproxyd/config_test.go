@@ -68,10 +68,14 @@ func TestValidateReportsEverything(t *testing.T) {
 	c := testkit.Loaded(t, Load, nil, map[string]string{
 		"MAX_BODY_MB": "lots", "COOKIE_SECURE": "false", "TRUSTED_PROXIES": "10.0.0.0/8,nope", "LOG_LEVEL": "loud",
 		"WS_MAX_MESSAGE_BYTES": "0", "LISTEN_ADDR": "8080", "JWKS_URL": "ftp://x", "ACCESS_LOG_SUMMARY": "-1s",
-		"DRAIN_DELAY": "-5", "CLAIM_PREFIX": "7dsh-",
+		"DRAIN_DELAY": "-5", "CLAIM_PREFIX": "7dsh-", "AUTHAPI_URL": "http://authapi.test/base",
+		"UPSTREAM_HEADER_ALLOWLIST": "Accept,Cookie", "AUTH_PROXY_HEADER": "Connection", "PEER_PORT": "70000",
+		"COOKIE_NAME": "bad name",
 	})
 	err := c.Validate()
-	for _, want := range []string{`MAX_BODY_MB="lots"`, "ALLOW_INSECURE_COOKIES", "NODE_NAME must not be empty", `"nope"`,
+	for _, want := range []string{`AUTHAPI_URL "http://authapi.test/base" must be http(s)://host[:port]`,
+		`UPSTREAM_HEADER_ALLOWLIST: header "Cookie" can never be forwarded`, `AUTH_PROXY_HEADER "Connection"`,
+		"PEER_PORT 70000", `COOKIE_NAME/ORIGIN_COOKIE_NAME: cookie name "bad name"`, `MAX_BODY_MB="lots"`, "ALLOW_INSECURE_COOKIES", "NODE_NAME must not be empty", `"nope"`,
 		"LOG_LEVEL", "WS_MAX_MESSAGE_BYTES 0", "LISTEN_ADDR", "JWKS_URL", "ACCESS_LOG_SUMMARY -1s", "DRAIN_DELAY -5s", `CLAIM_PREFIX: claim prefix "7dsh-"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("validate() = %v, want %q", err, want)
