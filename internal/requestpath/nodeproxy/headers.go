@@ -6,8 +6,20 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/clientaddr"
 	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
+
+// clientOf names the client of a request from peer with the rule the auth
+// API uses (clientaddr): X-Forwarded-For walked from the right past
+// TrustedProxies, and past another node's proxy on a hop (trusted).
+func (p *Proxy) clientOf(h *fasthttp.RequestHeader, peer netip.Addr, trusted func(netip.Addr) bool) netip.Addr {
+	var xff []string
+	for _, v := range h.PeekAll("X-Forwarded-For") {
+		xff = append(xff, string(v))
+	}
+	return clientaddr.Walk(peer, xff, trusted)
+}
 
 // forwarded holds the X-Forwarded-* values sent upstream. Its strings are
 // copies.

@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-
-	"github.com/valyala/fasthttp"
-
-	"github.com/sandgate/sandgate/internal/clientaddr"
 )
 
 // Bounds on bodies bound for the auth API, which anyone may send before
@@ -71,15 +67,4 @@ func (b *bodyBudget) buffered() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.used
-}
-
-// clientOf names the client of a request from peer with the rule the auth
-// API uses (clientaddr): X-Forwarded-For walked from the right past
-// TrustedProxies, and past another node's proxy on a hop (trusted).
-func (p *Proxy) clientOf(h *fasthttp.RequestHeader, peer netip.Addr, trusted func(netip.Addr) bool) netip.Addr {
-	var xff []string
-	for _, v := range h.PeekAll("X-Forwarded-For") {
-		xff = append(xff, string(v))
-	}
-	return clientaddr.Walk(peer, xff, trusted)
 }

@@ -15,26 +15,6 @@ import (
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
 
-// routeOf routes a request. In subdomain routing a Host of the form
-// <user>.<UserDomain> is that user's origin, served entirely by their app;
-// on any other host /u/<user>/... goes to the auth API, which sends the
-// browser to the user's origin with an entry code.
-func (p *Proxy) routeOf(ctx *fasthttp.RequestCtx) route {
-	uri := ctx.Request.Header.RequestURI()
-	if p.opts.RoutingMode != userorigin.Subdomain {
-		return parseRoute(uri)
-	}
-	host := string(ctx.Host())
-	if user, ok := userorigin.UserOf(host, p.opts.UserDomain); ok {
-		return parseOriginRoute(uri, user, userorigin.RequestOrigin(p.opts.CookieSecure, host))
-	}
-	r := parseRoute(uri)
-	if r.kind == routeUser || r.kind == routeRedirect {
-		r.kind, r.user = routeAuthAPI, ""
-	}
-	return r
-}
-
 // appHost is the Host the app is sent: the browser's, except on a user
 // origin, where it is the main origin's host. Apps allow-list the Host
 // names they serve (DSH_TRUSTED_HOSTS), and one per user could never be

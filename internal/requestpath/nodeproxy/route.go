@@ -3,6 +3,8 @@ package nodeproxy
 import (
 	"strings"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/sandgate/sandgate/internal/account"
 	"github.com/sandgate/sandgate/internal/userorigin"
 )
@@ -78,6 +80,26 @@ type route struct {
 // prefix is what the app's absolute paths sit under for the browser, and
 // what a hop puts before target: /u/<user>, or nothing on a user origin.
 func (r route) prefix() string { return r.under }
+
+// routeOf routes a request. In subdomain routing a Host of the form
+// <user>.<UserDomain> is that user's origin, served entirely by their app;
+// on any other host /u/<user>/... goes to the auth API, which sends the
+// browser to the user's origin with an entry code.
+func (p *Proxy) routeOf(ctx *fasthttp.RequestCtx) route {
+	uri := ctx.Request.Header.RequestURI()
+	if p.opts.RoutingMode != userorigin.Subdomain {
+		return parseRoute(uri)
+	}
+	host := string(ctx.Host())
+	if user, ok := userorigin.UserOf(host, p.opts.UserDomain); ok {
+		return parseOriginRoute(uri, user, userorigin.RequestOrigin(p.opts.CookieSecure, host))
+	}
+	r := parseRoute(uri)
+	if r.kind == routeUser || r.kind == routeRedirect {
+		r.kind, r.user, r.under = routeAuthAPI, "", ""
+	}
+	return r
+}
 
 // parseRoute classifies a raw request target. It decides on the raw bytes
 // and refuses, rather than normalises, anything whose decoded and cleaned
