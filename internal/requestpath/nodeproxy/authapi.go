@@ -41,7 +41,7 @@ func (p *Proxy) readAuthAPIBody(ctx *fasthttp.RequestCtx, x *exchange) (*body, f
 	reserve := limit // chunked: whatever may come
 	switch {
 	case cl == 0 || cl < -1:
-		return &body{}, func() {}, nil
+		return &emptyBody, noRelease, nil
 	case cl > limit:
 		return nil, nil, fmt.Errorf("%w: %d bytes declared for the auth API", ErrBodyTooLarge, cl)
 	case cl > 0:
