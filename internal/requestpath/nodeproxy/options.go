@@ -406,13 +406,16 @@ func CheckAuthProxyHeader(h string) error {
 // app: header names, none of which may ever be forwarded (credentials,
 // hop-by-hop and identity headers, authProxyHeader among them).
 func CheckHeaderAllowlist(list []string, authProxyHeader string) []error {
+	// The rule to a peer is the rule to the app without the allowlist:
+	// what it drops, no allowlist can let through.
+	denied := newHeaderRules(nil, authProxyHeader).toPeer.HTTP
 	var errs []error
 	for _, h := range list {
 		name := strings.ToLower(strings.TrimSpace(h))
 		switch {
 		case !validToken(name):
 			errs = append(errs, fmt.Errorf("allowlisted header %q is not a header name", h))
-		case slices.Contains(neverForwarded, name) || hasIdentityPrefix(name) || name == strings.ToLower(authProxyHeader):
+		case !denied.Passes([]byte(name)):
 			errs = append(errs, fmt.Errorf("header %q can never be forwarded upstream, even when allowlisted", h))
 		}
 	}
@@ -466,15 +469,6 @@ func (o Options) cookieName(name string) string {
 		return securePrefix + name
 	}
 	return name
-}
-
-func hasIdentityPrefix(lower string) bool {
-	for _, p := range identityPrefixes {
-		if strings.HasPrefix(lower, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // validToken reports whether s is an RFC 9110 token (header or cookie
