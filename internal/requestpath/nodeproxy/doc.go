@@ -2,26 +2,30 @@
 // reverse proxy that runs on every node and serves /u/<user>/** from that
 // user's sandbox pod, and everything else from the auth API.
 //
-// Each request runs the stages of handler.go in order: the path router
-// (route.go), authentication (auth.go, with session renewal in renew.go),
-// resolution from informer caches only (resolve.go), the upstream cookie
-// handshake (handshake.go), then the proxy itself. Every upstream is
-// reached through one exchange (forward.go): HTTP with streamed bodies
-// (stream.go), or a bridged WebSocket (ws.go); what differs between the
-// pod on this node (proxy.go), a single hop to the node that runs the pod
-// (hop.go, its HMAC proof with the shared hop key in hopauth.go) and the
-// auth API (authapi.go) is data: target, header policy, body rule, retry
-// rule. Before resolution, a request for a Suspended or not-Ready sandbox
-// is held while the auth API wakes it (wake.go), and every proxied
-// request, body chunk and WebSocket data frame is counted in the activity
-// table the node reports for idle suspend (internal/activity). Renewal,
-// redemption, wake and activity reports share one auth API client
-// (authclient.go). headerrules.go holds the header rules of every direction
-// (package headerrule), headers.go the forwarded headers, limits.go the
-// per-user in-flight cap, errors.go the one mapping from outcomes to
-// statuses and WebSocket close codes, outcome.go the one way a request
-// ends (the proxy's own answers and pages, metrics and the access-log
-// line of accesslog.go), server.go the listeners (plain HTTP, and HTTPS
-// with the certificate of certificate.go, reloaded when its files change),
-// timeouts and graceful shutdown.
+// The file list reads in pipeline order. serve (0handler.go) runs the
+// stages in turn, each a type New builds once with its own settings:
+//
+//	1route_*    guard: the route, the client, whose forwarded, identity and
+//	            hop headers count (begin); what must reach no upstream (check)
+//	2session_*  sessions: a bearer token or a session cookie verified
+//	            offline, renewal and entry codes through the auth API client,
+//	            refusals per client; the watcher of open streams' sessions
+//	3wake_*     waker: a Suspended or not-Ready sandbox woken and waited for
+//	4forward_*  forwarder: the target resolved from informer caches, the
+//	            app's launch-token handshake, and the one exchange with a pod
+//	            on this node, the proxy of the pod's node or the auth API,
+//	            with bodies, streams and WebSockets
+//	5answer_*   answers: the one writer of the proxy's own answers (refusals,
+//	            pages, redirects, WebSocket closes) and finish, where every
+//	            request is counted and logged
+//
+// A stage returns a value or an error; serve alone turns an error into an
+// answer. What a stage learns about the request goes on the exchange
+// (exchange.go), the per-request record every stage writes and none holds
+// on to. Unprefixed files are shared by stages or serve the server: the
+// hop proof (hopproof.go), who a peer is (network.go), the activity count
+// (tracker.go), limits, errors and their one mapping to statuses and close
+// codes (errors.go), metrics, settings (options*.go) and the assembly,
+// listeners and graceful shutdown (proxy.go, server.go, conns.go,
+// certificate.go, ops.go).
 package nodeproxy

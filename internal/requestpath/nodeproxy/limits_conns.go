@@ -3,6 +3,7 @@ package nodeproxy
 import (
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/sandgate/sandgate/internal/connlimit"
 )
@@ -17,8 +18,8 @@ const maxConnsPerClient = 256
 // newClientListener is newListener with at most maxConnsPerClient
 // connections open per client address; past it a new connection is closed
 // at once.
-func (p *Proxy) newClientListener(ln net.Listener) *listener {
-	l := newListener(ln, p.opts.WriteTimeout)
-	l.limit = connlimit.New(connlimit.Options{Max: maxConnsPerClient, Exempt: func(a netip.Addr) bool { return p.trustedProxy(a) || p.isNode(a) }})
+func newClientListener(ln net.Listener, writeTimeout time.Duration, n network) *listener {
+	l := newListener(ln, writeTimeout)
+	l.limit = connlimit.New(connlimit.Options{Max: maxConnsPerClient, Exempt: func(a netip.Addr) bool { return n.proxy(a) || n.node(a) }})
 	return l
 }

@@ -76,28 +76,28 @@ func BenchmarkPipeline(b *testing.B) {
 	serve(func() { p.serve(&ctx) }) // the handshake, cached from here on
 
 	stages := map[string]func(){}
-	x := p.begin(&ctx)
-	_, entry, err := p.auth(&ctx, x)
+	x := p.guard.begin(&ctx)
+	_, entry, err := p.sessions.auth(&ctx, x)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t, err := p.resolve(x, entry)
+	t, err := p.forward.resolve(x, entry)
 	if err != nil {
 		b.Fatal(err)
 	}
-	stages["begin"] = func() { p.begin(&ctx) }
+	stages["begin"] = func() { p.guard.begin(&ctx) }
 	stages["auth"] = func() {
-		if _, _, err := p.auth(&ctx, x); err != nil {
+		if _, _, err := p.sessions.auth(&ctx, x); err != nil {
 			b.Fatal(err)
 		}
 	}
 	stages["resolve"] = func() {
-		if _, err := p.resolve(x, entry); err != nil {
+		if _, err := p.forward.resolve(x, entry); err != nil {
 			b.Fatal(err)
 		}
 	}
 	stages["handshake"] = func() {
-		if _, err := p.handshake(&ctx, x, t); err != nil {
+		if _, err := p.forward.handshake(&ctx, x, t); err != nil {
 			b.Fatal(err)
 		}
 	}

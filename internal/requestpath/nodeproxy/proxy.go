@@ -1,152 +1,229 @@
 package nodeproxy
 
 import (
-	"errors"
-	"fmt"
-	"io"
+	"context"
+	"crypto/tls"
+	"log/slog"
 	"net"
-	"os"
-	"syscall"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
+
+	"github.com/sandgate/sandgate/internal/activity"
+	"github.com/sandgate/sandgate/internal/deadlineconn"
 )
 
-// toPod is the proxy stage for a pod on this node: the request goes with
-// the app's cookie, and is sent once more with a refreshed handshake if
-// the app answers 401 and the body can be sent again (appRetry). A
-// WebSocket dial gets the same headers.
-func (p *Proxy) toPod(ctx *fasthttp.RequestCtx, x *exchange, up upstream) {
-	x.app = appRetry{p: p, x: x, up: up}
-	p.forward(ctx, x, forwarding{
-		upstream:  upstreamPod,
-		base:      "http://",
-		host:      up.target.Addr,
-		target:    x.route.target,
-		headers:   p.rules.toApp,
-		own:       &x.app,
-		app:       &x.app,
-		failed:    unmapped,
-		wsFailure: "WebSocket dial",
-		resp:      p.appPolicy(x, x.route.prefix()),
-	})
+// Proxy is the node proxy. Build it with New, run it with Serve. It is
+// safe for concurrent use. It holds the stages serve runs, each built once
+// with its own settings, and what the server and its shutdown need.
+type Proxy struct {
+	opts   Options
+	log    *slog.Logger
+	access *slog.Logger
+	// successes stands for plain successes in the access log; nil when
+	// every request gets its own line.
+	successes *successes
+	m         *metrics
+	net       network
+	inflight  *inFlight
+	activity  tracker
+	authAPI   *authClient      // renewal, redemption, wake, activity reports
+	client    *fasthttp.Client // pods, peers and the auth API
+	sockets   *wsRegistry
+	streams   *streamRegistry
+	watch     *watcher
+	draining  atomic.Bool
+
+	guard    *guard
+	sessions *sessions
+	waker    *waker
+	forward  *forwarder
+	answers  *answers
 }
 
-// appRetry is the retry rule of a pod's app. A body that cannot be sent
-// again goes out only with a cookie the app accepted lately, or after a
-// refresh (docs/handshake.md); a 401 to one that can is answered by a
-// refresh and one more try. It lives on the exchange.
-type appRetry struct {
-	p  *Proxy
-	x  *exchange
-	up upstream
-}
+// hopHeader marks a request forwarded by another node's proxy; its value
+// is the sending node. Anyone can send it, so on its own it only ever
+// restricts: a request carrying it is never forwarded again (the loop
+// guard) and never renews a session. Its forwarded headers are trusted
+// when its proof (hopAuthHeader) verifies with the hop key, or, without a
+// hop key, when the peer is a node (Peers).
+const hopHeader = "X-Sandgate-Hop"
 
-// set sends the app's cookie, and on a user origin the main host and
-// Origin the app knows.
-func (a *appRetry) set(h outHeader, _ string) {
-	h.Set("Cookie", a.up.cookie)
-	if a.x.route.origin != "" {
-		h.SetHost(a.up.target.Host)
-		if o := a.p.appOrigin(a.x, []byte(h.Get("Origin"))); o != "" {
-			h.Set("Origin", o)
-		}
+// wsReadBuffer is the read buffer each side of a bridged WebSocket holds
+// for as long as it is open: room for a frame header, a control frame and
+// small messages. A larger payload bypasses it, read straight into the
+// other side's pooled write buffer (pump copies into the message writer,
+// whose ReadFrom reads into that buffer, and bufio reads directly into a
+// buffer larger than its own).
+const wsReadBuffer = 512
+
+// New fills defaults and builds the proxy's clients, rules and metrics
+// once. Its settings must be valid: they are checked where they are
+// loaded (nodeproxyd's Config.Validate, with the Check functions of this
+// package), and other callers check o with Validate. New refuses only
+// missing collaborators.
+func New(o Options) (*Proxy, error) {
+	if err := o.missing(); err != nil {
+		return nil, err
 	}
-}
-
-// confirm readies the cookie for a body that cannot be sent again.
-func (a *appRetry) confirm(ctx *fasthttp.RequestCtx) error {
-	up, err := a.p.confirm(ctx, a.up)
-	a.up = up
-	return err
-}
-
-// refresh replaces the cookie the app refused, before the one retry.
-func (a *appRetry) refresh(ctx *fasthttp.RequestCtx) error {
-	up, err := a.p.refresh(ctx, a.up)
+	o = o.withDefaults()
+	streams := new(streamRegistry)
+	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.Len, jwksRefreshed: o.JWKSRefreshed})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a.up = up
-	a.x.retried = true
-	a.p.m.retries.Inc()
-	return nil
+	log := o.Logger.With("component", "nodeproxy")
+	p := &Proxy{
+		opts:      o,
+		log:       log,
+		access:    o.Logger.With("component", "access"),
+		successes: newSuccessesIf(o.AccessLogSummary > 0),
+		m:         m,
+		net:       network{proxies: o.TrustedProxies, peers: o.Peers},
+		inflight:  newInFlight(o.MaxInFlightPerUser),
+		activity:  tracker{table: o.Activity, namespace: o.Namespace},
+		sockets:   new(wsRegistry),
+		streams:   streams,
+	}
+	p.client = &fasthttp.Client{
+		NoDefaultUserAgentHeader: true,
+		Dial:                     p.dialHTTP,
+		StreamResponseBody:       true,
+		DisablePathNormalizing:   true,
+		MaxIdleConnDuration:      30 * time.Second,
+		MaxConnsPerHost:          4096,
+		ReadBufferSize:           o.MaxHeaderBytes,
+		WriteBufferSize:          16 << 10,
+		TLSConfig:                &tls.Config{MinVersion: tls.VersionTLS12},
+		RetryIfErr:               retryStale,
+	}
+	var hops *hopAuth
+	if o.HopKey != nil {
+		hops = newHopAuth(o.HopKey, o.Now, hopNonces)
+	}
+	rules := sessionRuleSet{cookie: o.CookieName, originCookie: o.OriginCookieName, verifier: o.Verifier, originVerifier: o.OriginVerifier}
+	age := sessionAge{max: o.CookieMaxAge}
+	p.authAPI = newAuthClient(o, m, p.dialNet)
+	p.watch = &watcher{directory: o.Directory, keySets: o.KeySetsReplaced, now: o.Now, age: age, afterFunc: o.afterFunc, m: m, log: log}
+	p.watch.accounts, _ = o.Directory.(AccountWatcher)
+	if p.watch.accounts == nil {
+		log.Warn("the directory reports no account changes: open WebSockets and streams end at their session's maximum age only")
+	}
+
+	p.guard = &guard{
+		routing: o.RoutingMode, userDomain: o.UserDomain, cookieSecure: o.CookieSecure,
+		net: p.net, nodeName: o.NodeName, hopAuth: hops,
+		authProxySecret: o.AuthProxySecret, authProxyHeader: strings.ToLower(o.AuthProxyHeader),
+		m: m, log: log,
+	}
+	p.sessions = &sessions{
+		directory: o.Directory, now: o.Now, rules: rules, age: age, keySets: o.KeySetsReplaced,
+		entryVerifier: o.EntryVerifier, cookieSecure: o.CookieSecure, publicOrigin: o.PublicOrigin,
+		stateCookie: o.cookieName(entryStateName),
+		renewer:     newRenewer(o, m, p.authAPI),
+		entries:     newFailLimiter(refusalBurst, refusalEvery, o.Now),
+		unknown:     newFailLimiter(refusalBurst, refusalEvery, o.Now),
+		watch:       p.watch, m: m, log: log,
+	}
+	p.waker = newWaker(o, p.authAPI, m, log)
+	p.answers = &answers{
+		publicOrigin: o.PublicOrigin, retryAfter: o.RetryAfter, wakeTimeout: o.WakeTimeout, now: o.Now,
+		directory: o.Directory, sessions: rules, waker: p.waker,
+		// checkOrigin has refused a foreign Origin before the upstream
+		// was dialled; the library's own check would come only after.
+		upgrader: websocket.FastHTTPUpgrader{
+			CheckOrigin:      func(*fasthttp.RequestCtx) bool { return true },
+			HandshakeTimeout: o.HeaderTimeout,
+			ReadBufferSize:   wsReadBuffer,
+			WriteBufferSize:  4 << 10,
+			WriteBufferPool:  wsWriteBuffers,
+		},
+		upgradeTimeout: o.WriteTimeout + o.HeaderTimeout,
+		inflight:       p.inflight, activity: p.activity, m: m, access: p.access, successes: p.successes,
+	}
+	p.forward = &forwarder{
+		maxBodyBytes: o.MaxBodyBytes, bufferBodyBytes: o.BufferBodyBytes,
+		headerTimeout: o.HeaderTimeout, dialTimeout: o.DialTimeout, writeTimeout: o.WriteTimeout,
+		wsMaxMessageBytes: o.WSMaxMessageBytes, peerPort: o.PeerPort,
+		publicOrigin: o.PublicOrigin, mainHost: hostOf(o.PublicOrigin), nodeName: o.NodeName, hopAuth: hops,
+		handshaker: o.Handshaker, sessions: rules,
+		m: m, rules: newHeaderRules(o.HeaderAllowlist, o.AuthProxyHeader), client: p.client,
+		uploads: newUploads(p.client, o.Now),
+		dialer: &websocket.Dialer{
+			NetDialContext:   p.dialWS,
+			HandshakeTimeout: o.DialTimeout + o.HeaderTimeout,
+			ReadBufferSize:   wsReadBuffer,
+			WriteBufferSize:  4 << 10,
+			WriteBufferPool:  wsWriteBuffers,
+		},
+		authAPI: p.authAPI, bodies: p.inflight.bodies, activity: p.activity, watch: p.watch,
+		sockets: p.sockets, streams: p.streams, draining: &p.draining, end: p.answers,
+	}
+	return p, nil
 }
 
-// roundTrip sends one request upstream and returns the response with its
-// body still streaming. The browser's Host is kept unless headers sets
-// another. A body that cannot be sent again goes on a new connection.
-func (p *Proxy) roundTrip(ctx *fasthttp.RequestCtx, uri string, b *body, headers func(*fasthttp.RequestHeader)) (*fasthttp.Response, error) {
-	req := fasthttp.AcquireRequest()
-	defer fasthttp.ReleaseRequest(req)
-	req.SetRequestURI(uri)
-	req.Header.SetMethodBytes(ctx.Method())
-	req.UseHostHeader = true
-	req.Header.SetHostBytes(ctx.Host())
-	headers(&req.Header)
-	b.attach(req)
-	client := p.client
-	if !b.complete() {
-		client = p.uploads.client
-		req.SetConnectionClose()
-	}
-	resp := fasthttp.AcquireResponse()
-	start := time.Now()
-	err := client.Do(req, resp)
-	p.m.observe(stageUpstream, start)
+// wsWriteBuffers are the write buffers of bridged WebSockets, held only
+// while a side writes: most sockets are idle, and 10,000 of them would
+// otherwise pin 80 MB. Their read buffers are held for their life, so
+// they are small (wsReadBuffer).
+var wsWriteBuffers = &sync.Pool{}
+
+// hostOf is origin's host[:port], or "" when it is not a URL.
+func hostOf(origin string) string {
+	u, err := url.Parse(origin)
 	if err != nil {
-		fasthttp.ReleaseResponse(resp)
-		if f := b.failure(); f != nil {
-			return nil, f
-		}
-		return nil, upstreamError(err)
+		return ""
 	}
-	return resp, nil
+	return u.Host
 }
 
-// retryStale allows one retry of a request whose connection closed before
-// any response byte arrived, as a kept-alive connection does after the app
-// restarted or closed it while idle. fasthttp never retries a streamed
-// body; a buffered one can be sent again. Timeouts are not retried.
-func retryStale(_ *fasthttp.Request, attempts int, err error) (bool, bool) {
-	if attempts > 1 {
-		return false, false
+// dial connects to addr with the configured dialer and timeout.
+func (p *Proxy) dial(addr string) (net.Conn, error) {
+	if p.opts.Dial != nil {
+		return p.opts.Dial(addr)
 	}
-	return false, errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return net.DialTimeout("tcp", addr, p.opts.DialTimeout)
 }
 
-// discard drops a response without passing it on.
-func discard(resp *fasthttp.Response) {
-	if s, ok := resp.BodyStream().(fasthttp.ReadCloserWithError); ok {
-		s.CloseWithError(nil)
+// dialHTTP connects the HTTP client: reads must make progress within
+// UpstreamIdleTimeout.
+func (p *Proxy) dialHTTP(addr string) (net.Conn, error) {
+	c, err := p.dial(addr)
+	if err != nil {
+		return nil, err
 	}
-	fasthttp.ReleaseResponse(resp)
+	return deadlineconn.New(c, p.opts.UpstreamIdleTimeout, p.opts.WriteTimeout), nil
 }
 
-// upstreamError classifies a failed round trip without quoting it: a
-// parse error can carry bytes of the response.
-func upstreamError(err error) error {
-	var op *net.OpError
-	dial := errors.As(err, &op) && op.Op == "dial"
-	switch {
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, os.ErrDeadlineExceeded):
-		if dial {
-			return fmt.Errorf("%w: %w in time", ErrUpstreamTimeout, errNoConnection)
-		}
-		return fmt.Errorf("%w: no response in time", ErrUpstreamTimeout)
-	case op != nil:
-		reason := op.Op + " failed"
-		var errno syscall.Errno
-		if errors.As(op.Err, &errno) {
-			reason = op.Op + ": " + errno.Error()
-		}
-		if dial {
-			return fmt.Errorf("%w: %w: %s", ErrUpstream, errNoConnection, reason)
-		}
-		return fmt.Errorf("%w: %s", ErrUpstream, reason)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, fasthttp.ErrConnectionClosed):
-		return fmt.Errorf("%w: connection closed early", ErrUpstream)
+// dialWS connects a WebSocket upstream: an idle socket is fine, so only
+// writes are bounded.
+func (p *Proxy) dialWS(_ context.Context, _, addr string) (net.Conn, error) {
+	c, err := p.dial(addr)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("%w: malformed response", ErrUpstream)
+	return deadlineconn.New(c, 0, p.opts.WriteTimeout), nil
 }
+
+func (p *Proxy) dialNet(_ context.Context, _, addr string) (net.Conn, error) { return p.dial(addr) }
+
+// Handler returns the request handler, for tests and benchmarks that run
+// their own server.
+func (p *Proxy) Handler() fasthttp.RequestHandler { return p.serve }
+
+// ActivitySender is the proxy's auth API client as the activity reporter's
+// Sender: reports go to ActivityPath on AuthAPIInternal with the
+// ServiceAccount token.
+func (p *Proxy) ActivitySender() activity.Sender { return p.authAPI }
+
+// KeysReplaced checks every open WebSocket's and stream's session again
+// once Options.KeySetsReplaced has grown, so those of session cookies
+// verified with the replaced keys end (with 4401) within the node proxy's
+// JWKS fetch of a signing key reset; the verifier's key source calls it
+// (jwt.FetcherOptions.OnReplaced).
+func (p *Proxy) KeysReplaced() { p.watch.checkAll() }

@@ -9,184 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"net/url"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
-
-	"github.com/sandgate/sandgate/internal/deadlineconn"
-	"github.com/sandgate/sandgate/internal/openset"
 )
-
-// Proxy is the node proxy. Build it with New, run it with Serve. It is
-// safe for concurrent use.
-type Proxy struct {
-	opts   Options
-	log    *slog.Logger
-	access *slog.Logger
-	// successes stands for plain successes in the access log; nil when
-	// every request gets its own line.
-	successes *successes
-	m         *metrics
-	rules     headerRules
-	inflight  *inFlight
-	authAPI   *authClient // renewal, redemption, wake, activity reports
-	renewer   *renewer
-	waker     *waker
-	entries   *failLimiter     // refused entry codes per client
-	unknown   *failLimiter     // refused sessions of unknown keys per client
-	uploads   *uploads         // what bodies that cannot be sent twice need
-	client    *fasthttp.Client // pods, peers and the auth API
-	hopValue  string           // X-Sandgate-Hop value: this node's name
-	hopAuth   *hopAuth         // signs and verifies hops; nil without a hop key
-	mainHost  string           // host[:port] of PublicOrigin, the apps' Host on user origins
-	// authProxyHeader is AuthProxyHeader lower-cased, or "".
-	authProxyHeader string
-
-	upgrader websocket.FastHTTPUpgrader
-	dialer   *websocket.Dialer
-	sockets  *wsRegistry
-	streams  *streamRegistry
-	// watches are the open WebSockets' and streams' session watches.
-	watches openset.Set[*sessionWatch]
-	// accounts is the Directory as an AccountWatcher, or nil.
-	accounts AccountWatcher
-
-	draining atomic.Bool
-}
-
-// hopHeader marks a request forwarded by another node's proxy; its value
-// is the sending node. Anyone can send it, so on its own it only ever
-// restricts: a request carrying it is never forwarded again (the loop
-// guard) and never renews a session. Its forwarded headers are trusted
-// when its proof (hopAuthHeader) verifies with the hop key, or, without a
-// hop key, when the peer is a node (Peers).
-const hopHeader = "X-Sandgate-Hop"
-
-// wsReadBuffer is the read buffer each side of a bridged WebSocket holds
-// for as long as it is open: room for a frame header, a control frame and
-// small messages. A larger payload bypasses it, read straight into the
-// other side's pooled write buffer (pump copies into the message writer,
-// whose ReadFrom reads into that buffer, and bufio reads directly into a
-// buffer larger than its own).
-const wsReadBuffer = 512
-
-// New fills defaults and builds the proxy's clients, rules and metrics
-// once. Its settings must be valid: they are checked where they are
-// loaded (nodeproxyd's Config.Validate, with the Check functions of this
-// package), and other callers check o with Validate. New refuses only
-// missing collaborators.
-func New(o Options) (*Proxy, error) {
-	if err := o.missing(); err != nil {
-		return nil, err
-	}
-	o = o.withDefaults()
-	streams := new(streamRegistry)
-	m, err := newMetrics(o.Registerer, gauges{openStreams: streams.Len, jwksRefreshed: o.JWKSRefreshed})
-	if err != nil {
-		return nil, err
-	}
-	p := &Proxy{
-		opts:            o,
-		log:             o.Logger.With("component", "nodeproxy"),
-		access:          o.Logger.With("component", "access"),
-		successes:       newSuccessesIf(o.AccessLogSummary > 0),
-		m:               m,
-		rules:           newHeaderRules(o.HeaderAllowlist, o.AuthProxyHeader),
-		inflight:        newInFlight(o.MaxInFlightPerUser),
-		hopValue:        o.NodeName,
-		authProxyHeader: strings.ToLower(o.AuthProxyHeader),
-		sockets:         new(wsRegistry),
-		streams:         streams,
-	}
-	p.client = &fasthttp.Client{
-		NoDefaultUserAgentHeader: true,
-		Dial:                     p.dialHTTP,
-		StreamResponseBody:       true,
-		DisablePathNormalizing:   true,
-		MaxIdleConnDuration:      30 * time.Second,
-		MaxConnsPerHost:          4096,
-		ReadBufferSize:           o.MaxHeaderBytes,
-		WriteBufferSize:          16 << 10,
-		TLSConfig:                &tls.Config{MinVersion: tls.VersionTLS12},
-		RetryIfErr:               retryStale,
-	}
-	// A bridged WebSocket holds write buffers only while it writes: most
-	// are idle, and 10,000 of them would otherwise pin 80 MB. Its read
-	// buffers are held for its life, so they are small (wsReadBuffer).
-	writeBuffers := &sync.Pool{}
-	p.upgrader = websocket.FastHTTPUpgrader{
-		// checkOrigin has refused a foreign Origin before the upstream
-		// was dialled; the library's own check would come only after.
-		CheckOrigin:      func(*fasthttp.RequestCtx) bool { return true },
-		HandshakeTimeout: o.HeaderTimeout,
-		ReadBufferSize:   wsReadBuffer,
-		WriteBufferSize:  4 << 10,
-		WriteBufferPool:  writeBuffers,
-	}
-	p.dialer = &websocket.Dialer{
-		NetDialContext:   p.dialWS,
-		HandshakeTimeout: o.DialTimeout + o.HeaderTimeout,
-		ReadBufferSize:   wsReadBuffer,
-		WriteBufferSize:  4 << 10,
-		WriteBufferPool:  writeBuffers,
-	}
-	if u, err := url.Parse(o.PublicOrigin); err == nil {
-		p.mainHost = u.Host
-	}
-	if o.HopKey != nil {
-		p.hopAuth = newHopAuth(o.HopKey, o.Now, hopNonces)
-	}
-	p.authAPI = newAuthClient(o, m, p.dialNet)
-	p.renewer = newRenewer(o, m, p.authAPI)
-	p.waker = newWaker(o, p.authAPI)
-	p.entries = newFailLimiter(refusalBurst, refusalEvery, o.Now)
-	p.unknown = newFailLimiter(refusalBurst, refusalEvery, o.Now)
-	p.uploads = newUploads(p)
-	p.accounts, _ = o.Directory.(AccountWatcher)
-	if p.accounts == nil {
-		p.log.Warn("the directory reports no account changes: open WebSockets and streams end at their session's maximum age only")
-	}
-	return p, nil
-}
-
-// dial connects to addr with the configured dialer and timeout.
-func (p *Proxy) dial(addr string) (net.Conn, error) {
-	if p.opts.Dial != nil {
-		return p.opts.Dial(addr)
-	}
-	return net.DialTimeout("tcp", addr, p.opts.DialTimeout)
-}
-
-// dialHTTP connects the HTTP client: reads must make progress within
-// UpstreamIdleTimeout.
-func (p *Proxy) dialHTTP(addr string) (net.Conn, error) {
-	c, err := p.dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	return deadlineconn.New(c, p.opts.UpstreamIdleTimeout, p.opts.WriteTimeout), nil
-}
-
-// dialWS connects a WebSocket upstream: an idle socket is fine, so only
-// writes are bounded.
-func (p *Proxy) dialWS(_ context.Context, _, addr string) (net.Conn, error) {
-	c, err := p.dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	return deadlineconn.New(c, 0, p.opts.WriteTimeout), nil
-}
-
-func (p *Proxy) dialNet(_ context.Context, _, addr string) (net.Conn, error) { return p.dial(addr) }
-
-// Handler returns the request handler, for tests and benchmarks that run
-// their own server.
-func (p *Proxy) Handler() fasthttp.RequestHandler { return p.serve }
 
 // newServer builds the fasthttp server with the limits against slow or
 // hostile clients.
@@ -256,7 +82,7 @@ func (p *Proxy) ServeAll(ctx context.Context, lns ...Listener) error {
 	tracked := make([]*listener, len(lns))
 	served := make(chan error, len(lns))
 	for i, l := range lns {
-		tracked[i] = p.newClientListener(l.Listener)
+		tracked[i] = newClientListener(l.Listener, p.opts.WriteTimeout, p.net)
 		// TLS goes outside the tracking listener, so every encrypted
 		// byte still gets the write deadline and fasthttp sees the
 		// *tls.Conn that makes ctx.IsTLS() true.
@@ -351,22 +177,6 @@ func peerAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 		}
 	}
 	return netip.IPv4Unspecified()
-}
-
-// trustedProxy reports whether peer is a configured proxy, whose forwarded
-// and identity headers count.
-func (p *Proxy) trustedProxy(peer netip.Addr) bool {
-	for _, pre := range p.opts.TrustedProxies {
-		if pre.Contains(peer) {
-			return true
-		}
-	}
-	return false
-}
-
-// isNode reports whether a is a node's address (Peers).
-func (p *Proxy) isNode(a netip.Addr) bool {
-	return p.opts.Peers != nil && p.opts.Peers.IsNodeIP(a.String())
 }
 
 // Draining reports whether shutdown has begun.
