@@ -2,7 +2,6 @@ package egress
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -105,40 +104,19 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// Validate reports every problem with o at once and changes nothing.
-func (o Options) Validate() error {
+// missing reports the collaborators New cannot do without. The settings
+// themselves are checked where they are loaded (nodeproxyd's
+// Config.Validate, with ParseProviders); New takes them as valid.
+func (o Options) missing() error {
 	var errs []error
 	if len(o.Providers) == 0 {
 		errs = append(errs, errors.New("at least one provider is required"))
-	}
-	for _, p := range o.Providers {
-		if err := p.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("provider %q: %w", p.Name, err))
-		}
 	}
 	if o.KeysDir == "" {
 		errs = append(errs, errors.New("keys directory is required"))
 	}
 	if o.Callers == nil {
 		errs = append(errs, errors.New("callers are required"))
-	}
-	if o.Activity != nil && o.Namespace == "" {
-		errs = append(errs, errors.New("activity needs the sandboxes' namespace"))
-	}
-	if o.BusyMax < 0 {
-		errs = append(errs, fmt.Errorf("busy max %v is negative", o.BusyMax))
-	}
-	if o.MaxBodyBytes < 0 {
-		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))
-	}
-	if o.CallsInFlight < 0 {
-		errs = append(errs, fmt.Errorf("calls in flight %d is negative", o.CallsInFlight))
-	}
-	if o.MaxConnsPerClient < 0 {
-		errs = append(errs, fmt.Errorf("connections per client %d is negative", o.MaxConnsPerClient))
-	}
-	if o.Default.RequestsPerMinute < 0 || o.Default.TokensPerDay < 0 {
-		errs = append(errs, errors.New("default limits must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -47,9 +47,11 @@ type upstream struct {
 	toProvider *headerrule.Rule
 }
 
-// New validates o and builds the providers' clients.
+// New fills defaults and builds the providers' clients. Its settings must
+// be valid (ParseProviders and the loader's checks); New refuses only
+// missing collaborators.
 func New(o Options) (*Proxy, error) {
-	if err := o.Validate(); err != nil {
+	if err := o.missing(); err != nil {
 		return nil, fmt.Errorf("egress options: %w", err)
 	}
 	o = o.withDefaults()
