@@ -54,10 +54,7 @@ func wsDialFailure(err error) string {
 // upgradeAndBridge upgrades the client, answering with the upstream's
 // subprotocol, and bridges it to conn until either side closes.
 func (fw *forwarder) upgradeAndBridge(ctx *fasthttp.RequestCtx, x *exchange, conn *websocket.Conn) {
-	ok := fw.end.upgrade(ctx, x, func(client *websocket.Conn) { fw.runBridge(x, client, conn) }, func() { conn.Close() })
-	if ok && conn.Subprotocol() != "" {
-		ctx.Response.Header.Set("Sec-WebSocket-Protocol", conn.Subprotocol())
-	}
+	fw.end.upgrade(ctx, x, conn.Subprotocol(), func(client *websocket.Conn) { fw.runBridge(x, client, conn) }, func() { conn.Close() })
 }
 
 // closeMessage formats a close frame payload within the control-frame
@@ -80,9 +77,8 @@ type bridge struct {
 	closing  atomic.Bool  // a close frame has been forwarded
 	toClient atomic.Int32 // close code sent to the client
 
-	// over is set, under life, before the connections are closed: the
-	// client's is then handed back to fasthttp and may serve someone
-	// else, so shutdown must not touch it any more.
+	// over is set, under life, before the connections are closed, so
+	// shutdown does not touch them any more.
 	life sync.Mutex
 	over bool
 }
@@ -92,6 +88,7 @@ func (fw *forwarder) runBridge(x *exchange, client, upstream *websocket.Conn) {
 	b := &bridge{fw: fw, x: x, client: client, upstream: upstream}
 	if !fw.sockets.Add(b) {
 		client.WriteControl(websocket.CloseMessage, closeMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(closeWait))
+		client.Close()
 		upstream.Close()
 		x.wsClose = websocket.CloseGoingAway
 		fw.end.finish(x)
@@ -234,10 +231,9 @@ func (b *bridge) end(shut func()) {
 	shut()
 }
 
-// ownConn is c's network connection. fasthttp's hijacked connection
-// ignores Close, leaving it to the end of the hijack handler, so the
-// client's is the one under it, and under TLS, whose Close could wait to
-// write its alert to a client that does not read.
+// ownConn is c's network connection: the one under what bareConn read
+// early, and under TLS, whose Close could wait to write its alert to a
+// client that does not read.
 func ownConn(c *websocket.Conn) net.Conn {
 	nc := c.NetConn()
 	if u, ok := nc.(interface{ UnsafeConn() net.Conn }); ok {

@@ -131,7 +131,7 @@ func (a *answers) finish(x *exchange) {
 // code: 4401 when authentication failed, 1011 otherwise.
 func (a *answers) rejectWS(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	res := resultOf(err)
-	a.upgrade(ctx, x, func(c *websocket.Conn) {
+	a.upgrade(ctx, x, "", func(c *websocket.Conn) {
 		x.wsClose = res.wsClose
 		c.WriteControl(websocket.CloseMessage, closeMessage(res.wsClose, res.message), time.Now().Add(closeWait))
 		c.SetReadDeadline(time.Now().Add(closeWait))
@@ -140,6 +140,7 @@ func (a *answers) rejectWS(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 				break
 			}
 		}
+		c.Close()
 		a.finish(x)
 	}, nil)
 }

@@ -39,8 +39,10 @@ func (p *Proxy) newServer() *fasthttp.Server {
 		},
 		// A client that asks before sending its body learns about the
 		// limit without sending it.
-		ExpectHandler:         p.expect,
-		CloseOnShutdown:       true,
+		ExpectHandler:   p.expect,
+		CloseOnShutdown: true,
+		// A WebSocket's own code closes its connection (upgrade).
+		KeepHijackedConns:     true,
 		SecureErrorLogMessage: true,
 		TCPKeepalive:          true,
 		Logger:                fasthttpLogger{p.log},

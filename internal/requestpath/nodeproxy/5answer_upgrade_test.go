@@ -1,0 +1,102 @@
+package nodeproxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandgate/sandgate/internal/testing/testkit"
+)
+
+// upgradeRequest is a browser's WebSocket handshake for path with cookie.
+func upgradeRequest(path, cookieHeader, key string) string {
+	return "GET " + path + " HTTP/1.1\r\nHost: " + testHost + "\r\nOrigin: http://" + testHost +
+		"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: " + key +
+		"\r\nCookie: " + cookieHeader + "\r\n\r\n"
+}
+
+// maskedText is a client's text frame of msg (under 126 bytes).
+func maskedText(msg string) []byte {
+	mask := [4]byte{1, 2, 3, 4}
+	f := append([]byte{0x81, 0x80 | byte(len(msg))}, mask[:]...)
+	for i := range len(msg) {
+		f = append(f, msg[i]^mask[i%4])
+	}
+	return f
+}
+
+// TestUpgradeEarlyFrame: a frame the client sends together with its
+// handshake, before it has the 101, reaches the app after the handshake:
+// the bytes fasthttp read ahead of the request are kept when the socket
+// leaves fasthttp's buffer for the bare connection.
+func TestUpgradeEarlyFrame(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	c, err := net.Dial("tcp", h.nodes["node-a"].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(testkit.Timeout))
+	req := upgradeRequest("/u/alice/api/ws", cookie(h.session("alice")), "dGhlIHNhbXBsZSBub25jZQ==")
+	if _, err := c.Write(append([]byte(req), maskedText("early")...)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", resp, err)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Accept"); got != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Errorf("Sec-WebSocket-Accept %q", got)
+	}
+	frame := make([]byte, 2+len("early"))
+	if _, err := io.ReadFull(br, frame); err != nil || string(frame[2:]) != "early" {
+		t.Fatalf("echo of the early frame: %q, %v", frame, err)
+	}
+}
+
+// TestUpgradeRenewsSession: a WebSocket opened with a session past half
+// its life gets the renewed cookie on its 101, as any other answer does.
+func TestUpgradeRenewsSession(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	tok := h.session("alice")
+	h.clock.Advance(testLifetime/2 + time.Second)
+	c, resp, err := h.dialWS("node-a", "/u/alice/api/ws", http.Header{"Cookie": {cookie(tok)}})
+	if err != nil {
+		t.Fatalf("dial: %v (%v)", err, resp)
+	}
+	if renewed := sessionFromSetCookie(t, resp); renewed == "" || renewed == tok {
+		t.Errorf("101 without the renewed session: %q", resp.Header.Values("Set-Cookie"))
+	}
+	echoes(t, c, "after renewal")
+}
+
+// TestUpgradeBadKey: a handshake whose key is not 16 bytes in base64 is
+// refused with 400 before any upgrade.
+func TestUpgradeBadKey(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	c, err := net.Dial("tcp", h.nodes["node-a"].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(testkit.Timeout))
+	if _, err := io.WriteString(c, upgradeRequest("/u/alice/api/ws", cookie(h.session("alice")), "not-a-key")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad key: %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), "Sec-WebSocket-Key") {
+		t.Errorf("body %q", body)
+	}
+}
