@@ -52,7 +52,7 @@ func targets(r *results) []target {
 	}
 	if r.Idle.Open > 0 {
 		per := float64(r.Idle.After.RSS-r.Idle.Before.RSS) / float64(r.Idle.Open) / 1024
-		add("<= 32 KiB RSS per bridged WebSocket", fmt.Sprintf("%.1f KiB (%d sockets)", per, r.Idle.Open), per <= 32)
+		add("<= 24 KiB RSS per bridged WebSocket", fmt.Sprintf("%.1f KiB (%d sockets)", per, r.Idle.Open), per <= 24)
 	}
 	if v := r.Sessions.VerifyCached.NsPerOp; v > 0 {
 		add("cached JWT verify <= 1 us", fmt.Sprintf("%.0f ns", v), v <= 1000)
