@@ -397,6 +397,13 @@ bench: controlplane ## measure the pipeline benchmark, data path, sessions, scal
 	$(GO_BUILD) -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -out bench/RESULTS.md -pipeline bench/out/pipeline.txt $(BENCH_FLAGS)
 
+.PHONY: bench-fleet
+FLEET_FLAGS ?=
+bench-fleet: controlplane ## measure N node proxies' caches against one real API server (10, 50, 200 nodes; 10k accounts) into bench/FLEET.md
+	@echo ">> building the bench: the fleet of node proxies against one API server"
+	$(GO_BUILD) -o bin/sandgate-bench ./bench
+	./bin/sandgate-bench -fleet bench/FLEET.md $(FLEET_FLAGS)
+
 .PHONY: bench-smoke
 bench-smoke: ## every bench way for about a second, results checked for shape, not speed (under a minute)
 	@echo ">> bench smoke: every way of the bench once, checked for shape"

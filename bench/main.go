@@ -74,6 +74,11 @@ func main() {
 	flag.BoolVar(&c.lifecycle, "lifecycle", true, "measure signup, wake and suspend on a real API server")
 	flag.StringVar(&c.profile, "profile", "bench/out", "directory for the proxy's CPU profile; empty skips profiling")
 	flag.StringVar(&c.pipeline, "pipeline", "", "output of go test -bench Pipeline -benchmem -count N ./internal/requestpath/nodeproxy, reported beside the rest (make bench writes it)")
+	var fc fleetConfig
+	flag.StringVar(&fc.out, "fleet", "", "measure only the fleet of node proxies against one API server, and write its table here")
+	flag.StringVar(&fc.sizes, "fleet-nodes", "10,50,200", "with -fleet: the node counts, comma-separated, increasing")
+	flag.IntVar(&fc.users, "fleet-users", 10000, "with -fleet: the accounts the API server holds")
+	flag.IntVar(&fc.changes, "fleet-changes", 50, "with -fleet: the claim changes measured at each node count")
 	flag.BoolVar(&c.smoke, "smoke", false, "run every way for about a second and check the results' shape, not speed; writes -out only when given")
 	flag.Parse()
 	if c.smoke {
@@ -94,12 +99,15 @@ func main() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var err error
-	if *role != "" {
+	switch {
+	case fc.out != "":
+		err = runFleet(ctx, fc, log)
+	case *role != "":
 		var spec string
 		if spec, err = readSpec(); err == nil {
 			err = runRole(ctx, *role, spec)
 		}
-	} else {
+	default:
 		err = orchestrate(ctx, c, log)
 	}
 	if err != nil {

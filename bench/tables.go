@@ -133,15 +133,16 @@ func scaleTables(p printf, r *results) {
 		{"resolve", func(g scale.Result) float64 { return float64(g.Lookup) }, func(v float64) string { return fmt.Sprintf("%.0f ns", v) }},
 	} {
 		first, last := r.Growth[0], r.Growth[len(r.Growth)-1]
-		p("- %s: %s\n", f.name, growth(float64(first.Pods), f.value(first), float64(last.Pods), f.value(last), f.unit))
+		p("- %s: %s\n", f.name, growth(float64(first.Pods), f.value(first), float64(last.Pods), f.value(last), "pods", f.unit))
 	}
 }
 
-// growth says how a figure grew from n1 to n2 pods: the exponent k of
-// f ~ n^k fitted through the two measured points, and its class.
-func growth(n1, f1, n2, f2 float64, unit func(float64) string) string {
+// growth says how a figure grew from n1 to n2 of what (pods, nodes): the
+// exponent k of f ~ n^k fitted through the two measured points, and its
+// class.
+func growth(n1, f1, n2, f2 float64, what string, unit func(float64) string) string {
 	if n1 <= 0 || n2 <= n1 || f1 <= 0 || f2 <= 0 {
-		return fmt.Sprintf("%s at %.0f pods, %s at %.0f: too few points to fit", unit(f1), n1, unit(f2), n2)
+		return fmt.Sprintf("%s at %.0f %s, %s at %.0f: too few points to fit", unit(f1), n1, what, unit(f2), n2)
 	}
 	k := math.Log(f2/f1) / math.Log(n2/n1)
 	class := "worse than O(n)"
@@ -153,7 +154,7 @@ func growth(n1, f1, n2, f2 float64, unit func(float64) string) string {
 	case k <= 1.2:
 		class = "O(n)"
 	}
-	return fmt.Sprintf("%s at %.0f pods, %s at %.0f: grows as n^%.2f, %s", unit(f1), n1, unit(f2), n2, k, class)
+	return fmt.Sprintf("%s at %.0f %s, %s at %.0f: grows as n^%.2f, %s", unit(f1), n1, what, unit(f2), n2, k, class)
 }
 
 // rpsCell formats a throughput spread.
