@@ -67,13 +67,9 @@ const namespace = "fleet"
 
 // Run measures every size of o on the API server cfg reaches.
 func Run(ctx context.Context, cfg *rest.Config, o Options) ([]Row, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, sb, err := clients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build core client: %w", err)
-	}
-	sb, err := sandboxapi.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("build sandbox client: %w", err)
+		return nil, err
 	}
 	maxNodes := slices.Max(o.Sizes)
 	if err := populate(ctx, kube, sb, o.Users, maxNodes); err != nil {
@@ -156,15 +152,24 @@ func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxap
 	return r, nil
 }
 
-// newIndex is one node proxy's caches, on clients of its own.
-func newIndex(cfg *rest.Config, node string) (*informer.Index, error) {
+// clients are a core and a sandbox client of their own for cfg.
+func clients(cfg *rest.Config) (*kubernetes.Clientset, *sandboxapi.Client, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build core client: %w", err)
+		return nil, nil, fmt.Errorf("build core client: %w", err)
 	}
 	sb, err := sandboxapi.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build sandbox client: %w", err)
+		return nil, nil, fmt.Errorf("build sandbox client: %w", err)
+	}
+	return kube, sb, nil
+}
+
+// newIndex is one node proxy's caches, on clients of its own.
+func newIndex(cfg *rest.Config, node string) (*informer.Index, error) {
+	kube, sb, err := clients(cfg)
+	if err != nil {
+		return nil, err
 	}
 	return informer.New(informer.Options{
 		Namespace: namespace, NodeName: node,
