@@ -95,6 +95,7 @@ func (a *answers) checkHandshake(ctx *fasthttp.RequestCtx) (handshakeRequest, er
 		version: string(ctx.Request.Header.Peek("Sec-WebSocket-Version")),
 	}
 	if k, err := base64.StdEncoding.DecodeString(hs.key); err != nil || len(k) != 16 {
+		ctx.Hijack(nil) // the library's, which would take the connection after the error
 		ctx.Error("websocket: not a websocket handshake: 'Sec-WebSocket-Key' header must be Base64 encoded value of 16-byte in length", fasthttp.StatusBadRequest)
 		return handshakeRequest{}, errors.New("bad WebSocket key")
 	}

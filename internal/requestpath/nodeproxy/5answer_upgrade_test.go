@@ -19,6 +19,26 @@ func upgradeRequest(path, cookieHeader, key string) string {
 		"\r\nCookie: " + cookieHeader + "\r\n\r\n"
 }
 
+// sendHandshake connects to a node proxy serving alice and sends her
+// WebSocket handshake with key, and then after in the same write. It
+// returns the connection and alice's Cookie header.
+func sendHandshake(t *testing.T, key string, after []byte) (net.Conn, string) {
+	t.Helper()
+	h := newHarness(t, harnessOpts{})
+	h.addUser("alice", "node-a")
+	c, err := net.Dial("tcp", h.nodes["node-a"].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(testkit.Timeout))
+	ck := cookie(h.session("alice"))
+	if _, err := c.Write(append([]byte(upgradeRequest("/u/alice/api/ws", ck, key)), after...)); err != nil {
+		t.Fatal(err)
+	}
+	return c, ck
+}
+
 // maskedText is a client's text frame of msg (under 126 bytes).
 func maskedText(msg string) []byte {
 	mask := [4]byte{1, 2, 3, 4}
@@ -34,18 +54,7 @@ func maskedText(msg string) []byte {
 // the bytes fasthttp read ahead of the request are kept when the socket
 // leaves fasthttp's buffer for the bare connection.
 func TestUpgradeEarlyFrame(t *testing.T) {
-	h := newHarness(t, harnessOpts{})
-	h.addUser("alice", "node-a")
-	c, err := net.Dial("tcp", h.nodes["node-a"].addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(testkit.Timeout))
-	req := upgradeRequest("/u/alice/api/ws", cookie(h.session("alice")), "dGhlIHNhbXBsZSBub25jZQ==")
-	if _, err := c.Write(append([]byte(req), maskedText("early")...)); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := sendHandshake(t, "dGhlIHNhbXBsZSBub25jZQ==", maskedText("early"))
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
@@ -78,25 +87,23 @@ func TestUpgradeRenewsSession(t *testing.T) {
 }
 
 // TestUpgradeBadKey: a handshake whose key is not 16 bytes in base64 is
-// refused with 400 before any upgrade.
+// refused with 400 before any upgrade, and the connection goes on serving
+// HTTP: no hijack is left behind to hold it.
 func TestUpgradeBadKey(t *testing.T) {
-	h := newHarness(t, harnessOpts{})
-	h.addUser("alice", "node-a")
-	c, err := net.Dial("tcp", h.nodes["node-a"].addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(testkit.Timeout))
-	if _, err := io.WriteString(c, upgradeRequest("/u/alice/api/ws", cookie(h.session("alice")), "not-a-key")); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	c, ck := sendHandshake(t, "not-a-key", nil)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("bad key: %v %v", resp, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(body), "Sec-WebSocket-Key") {
 		t.Errorf("body %q", body)
+	}
+	if _, err := io.WriteString(c, "GET /u/alice/api/echo HTTP/1.1\r\nHost: "+testHost+"\r\nCookie: "+ck+"\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := http.ReadResponse(br, nil); err != nil || next.StatusCode != http.StatusOK {
+		t.Errorf("the next request on the connection: %v %v", next, err)
 	}
 }
