@@ -83,7 +83,7 @@ func fleetTable(p printf, rows []fleet.Row, c fleetConfig, at time.Time, took ti
 	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("| %d | %.0f | %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n", r.Nodes, r.Watches, ms(r.Ready), ms(r.Join), r.EventsPerChange,
-			ms(r.Reach[0]), ms(r.Reach[1]), ms(r.Reach[2]), ms(r.APICPUPerChange), mib(int64(r.APIRSS)), mib(int64(r.HeapPerNode)))
+			ms(r.Reach.P50), ms(r.Reach.P99), ms(r.Reach.Max), ms(r.APICPUPerChange), mib(int64(r.APIRSS)), mib(int64(r.HeapPerNode)))
 	}
 	if len(rows) < 2 {
 		return
@@ -98,7 +98,7 @@ func fleetTable(p printf, rows []fleet.Row, c fleetConfig, at time.Time, took ti
 		{"watches", func(r fleet.Row) float64 { return r.Watches }, func(v float64) string { return fmt.Sprintf("%.0f", v) }},
 		{"ready", func(r fleet.Row) float64 { return float64(r.Ready) }, func(v float64) string { return ms(time.Duration(v)) }},
 		{"events per change", func(r fleet.Row) float64 { return r.EventsPerChange }, func(v float64) string { return fmt.Sprintf("%.1f", v) }},
-		{"reach p99", func(r fleet.Row) float64 { return float64(r.Reach[1]) }, func(v float64) string { return ms(time.Duration(v)) }},
+		{"reach p99", func(r fleet.Row) float64 { return float64(r.Reach.P99) }, func(v float64) string { return ms(time.Duration(v)) }},
 		{"API CPU per change", func(r fleet.Row) float64 { return float64(r.APICPUPerChange) }, func(v float64) string { return ms(time.Duration(v)) }},
 		{"API RSS", func(r fleet.Row) float64 { return r.APIRSS }, func(v float64) string { return mib(int64(v)) }},
 	} {

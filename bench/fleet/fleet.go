@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/sandgate/sandgate/bench/load"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
 )
@@ -50,9 +51,9 @@ type Row struct {
 	// EventsPerChange is the watch events the API server sent for
 	// SandboxClaims per claim change.
 	EventsPerChange float64 `json:"events_per_change"`
-	// Reach is, per change, from the update's answer until the last node
-	// proxy's cache holds it: p50, p99 and max over the changes.
-	Reach [3]time.Duration `json:"reach_ns"`
+	// Reach is, per change, from sending it until the last node proxy's
+	// cache holds it, summarised over the changes.
+	Reach load.Latency `json:"reach"`
 	// APICPUPerChange is the API server's CPU time over the changes,
 	// divided by their count; APIRSS its RSS after them.
 	APICPUPerChange time.Duration `json:"api_cpu_per_change_ns"`
@@ -134,8 +135,7 @@ func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxap
 	if err != nil {
 		return r, err
 	}
-	slices.Sort(reach)
-	r.Reach = [3]time.Duration{quantile(reach, 0.5), quantile(reach, 0.99), reach[len(reach)-1]}
+	r.Reach = load.Summarise(reach)
 	r.EventsPerChange = (after.claimEvents - before.claimEvents) / float64(o.Changes)
 	r.APICPUPerChange = time.Duration((after.cpuSeconds - before.cpuSeconds) / float64(o.Changes) * float64(time.Second))
 	r.APIRSS = after.rss
@@ -185,10 +185,4 @@ func liveHeap() float64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return float64(m.HeapAlloc)
-}
-
-// quantile is the q-quantile of sorted d (nearest rank).
-func quantile(d []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(d)) + 0.5)
-	return d[min(max(i-1, 0), len(d)-1)]
 }

@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%d rows, want 2", len(rows))
 	}
 	for _, r := range rows {
-		if r.Ready <= 0 || r.Reach[0] <= 0 || r.Reach[2] < r.Reach[1] || r.Reach[1] < r.Reach[0] || r.APIRSS <= 0 {
+		if r.Ready <= 0 || r.Reach.P50 <= 0 || r.Reach.Max < r.Reach.P99 || r.Reach.P99 < r.Reach.P50 || r.APIRSS <= 0 {
 			t.Errorf("row %+v", r)
 		}
 		// Each cache watches claims: a change is one event to each.

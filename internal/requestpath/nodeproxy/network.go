@@ -1,6 +1,10 @@
 package nodeproxy
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/sandgate/sandgate/internal/clientaddr"
+)
 
 // network tells who a peer is: a configured proxy (TrustedProxies), whose
 // forwarded and identity headers count, or a node (Peers).
@@ -10,14 +14,7 @@ type network struct {
 }
 
 // proxy reports whether peer is a configured proxy.
-func (n network) proxy(peer netip.Addr) bool {
-	for _, pre := range n.proxies {
-		if pre.Contains(peer) {
-			return true
-		}
-	}
-	return false
-}
+func (n network) proxy(peer netip.Addr) bool { return clientaddr.In(peer, n.proxies) }
 
 // node reports whether a is a node's address.
 func (n network) node(a netip.Addr) bool {
