@@ -121,16 +121,17 @@ func (x *Index) changes() <-chan struct{} {
 	return x.changed
 }
 
-// WaitReady returns user's entry once its route is StateReady, or
-// StateInvalid, which no wait mends, waiting for informer events (no
-// polling) until then. It returns early with the Lookup error when the
-// account is missing or invalid, or with ctx's cause when ctx ends first;
-// the last entry seen is returned with that error.
-func (x *Index) WaitReady(ctx context.Context, user string) (Entry, error) {
+// WaitReady returns user's entry once its route is StateReady on a node
+// other than away ("": on any node), or StateInvalid, which no wait mends,
+// waiting for informer events (no polling) until then. It returns early
+// with the Lookup error when the account is missing or invalid, or with
+// ctx's cause when ctx ends first; the last entry seen is returned with
+// that error.
+func (x *Index) WaitReady(ctx context.Context, user, away string) (Entry, error) {
 	for {
 		ch := x.changes()
 		e, err := x.Lookup(user)
-		if err != nil || e.Route.State == StateReady || e.Route.State == StateInvalid {
+		if err != nil || e.Route.Routable(away) || e.Route.State == StateInvalid {
 			return e, err
 		}
 		select {

@@ -91,6 +91,12 @@ type Route struct {
 	Pod   Pod
 }
 
+// Routable reports whether traffic can go to the route now, on a node
+// other than away ("": any node).
+func (r Route) Routable(away string) bool {
+	return r.State == StateReady && (away == "" || r.Node != away)
+}
+
 // Entry is what Lookup knows about a user. Account.Revoked is shared with
 // the cache: read it, never modify it.
 type Entry struct {

@@ -273,7 +273,7 @@ func TestInformerWiring(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		e, err := x.WaitReady(ctx, "bob")
+		e, err := x.WaitReady(ctx, "bob", "")
 		if err != nil {
 			t.Error(err)
 		}
@@ -324,11 +324,11 @@ func TestWaitReadyGivesUpWithContext(t *testing.T) {
 	x := running(t, f.options())
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	e, err := x.WaitReady(ctx, "bob")
+	e, err := x.WaitReady(ctx, "bob", "")
 	if !errors.Is(err, context.DeadlineExceeded) || e.Route.State != StatePending {
 		t.Errorf("WaitReady = %+v, %v", e.Route, err)
 	}
-	if _, err := x.WaitReady(context.Background(), "nobody"); !errors.Is(err, ErrNoAccount) {
+	if _, err := x.WaitReady(context.Background(), "nobody", ""); !errors.Is(err, ErrNoAccount) {
 		t.Errorf("WaitReady(nobody) = %v", err)
 	}
 }

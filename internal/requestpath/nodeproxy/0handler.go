@@ -9,7 +9,8 @@ import (
 
 // serve is the top-level handler. It runs the stages in order: route and
 // guard -> session -> in-flight slot -> wake -> forward (resolve, then a
-// hop to the pod's node, or the handshake and the pod on this node). It is
+// hop to the pod's node, or the handshake and the pod on this node; once
+// more where the sandbox moved to, if the hop found it gone). It is
 // the only code that turns a stage's error or result into an answer
 // (answers); the forward stage's own answer is the upstream's.
 func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
@@ -73,21 +74,15 @@ func (p *Proxy) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	p.activity.begin(x, entry.Route.Sandbox)
-	t, err := p.forward.resolve(x, entry)
-	if err != nil {
-		p.answers.fail(ctx, x, err)
-		return
+	err = p.forward.toSandbox(ctx, x, id, entry)
+	if errors.Is(err, ErrMoved) {
+		// A wake raced a suspend and the pod started on another node
+		// than the one hopped to: once more, where this node sees it.
+		if entry, err = p.waker.awaitMoved(ctx, x, x.node); err == nil {
+			err = p.forward.toSandbox(ctx, x, id, entry)
+		}
 	}
-	if t.peer != "" {
-		p.answer(ctx, x, p.forward.hop(ctx, x, id, t))
-		return
-	}
-	up, err := p.forward.handshake(ctx, x, t)
-	if err != nil {
-		p.answers.fail(ctx, x, err)
-		return
-	}
-	p.answer(ctx, x, p.forward.toPod(ctx, x, up))
+	p.answer(ctx, x, err)
 }
 
 // answer answers a forward that failed before anything was written; one

@@ -236,7 +236,7 @@ func (w *waker) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 		// The informer may still see it wake (another node asked): wait anyway.
 		w.log.Warn("wake call failed", "user", x.route.user, "error", wakeErr)
 	}
-	ready, err := w.waiter.WaitReady(wctx, x.route.user)
+	ready, err := w.waiter.WaitReady(wctx, x.route.user, "")
 	w.m.wakeLatency.Observe(time.Since(start).Seconds())
 	x.held = true
 	switch {
@@ -261,6 +261,27 @@ func (w *waker) awaitReady(ctx *fasthttp.RequestCtx, x *exchange, e informer.Ent
 	}
 	w.m.wakes.WithLabelValues(wakeFailed).Inc()
 	return ready, err
+}
+
+// awaitMoved holds a request whose hop found its sandbox Ready on another
+// node until this node's caches see it Ready away from the node it hopped
+// to, up to WakeTimeout. The wake is under way already: no call is made.
+func (w *waker) awaitMoved(ctx *fasthttp.RequestCtx, x *exchange, from string) (informer.Entry, error) {
+	if w.waiter == nil {
+		return informer.Entry{}, ErrMoved
+	}
+	wctx, cancel := holdContext(ctx.Done(), w.timeout)
+	defer cancel()
+	e, err := w.waiter.WaitReady(wctx, x.route.user, from)
+	switch {
+	case err == nil:
+		return e, nil
+	case ctx.Err() != nil:
+		return e, fmt.Errorf("%w: while following a moved sandbox", ErrShuttingDown)
+	case errors.Is(err, context.DeadlineExceeded):
+		return e, fmt.Errorf("%w: %w after %v", ErrWakeTimeout, ErrMoved, w.timeout)
+	}
+	return e, err
 }
 
 // holdContext ends after hold, or at once when done (the server's

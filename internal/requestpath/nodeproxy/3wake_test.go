@@ -18,11 +18,11 @@ import (
 
 // WaitReady lets the harness's node view stand in for the informer index.
 // It polls (the real index waits for informer events).
-func (n *nodeDir) WaitReady(ctx context.Context, user string) (informer.Entry, error) {
+func (n *nodeDir) WaitReady(ctx context.Context, user, away string) (informer.Entry, error) {
 	for {
 		edited := n.d.watch()
 		e, err := n.Lookup(user)
-		if err != nil || e.Route.State == informer.StateReady {
+		if err != nil || e.Route.Routable(away) {
 			return e, err
 		}
 		select {

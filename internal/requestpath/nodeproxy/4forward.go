@@ -10,6 +10,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
+	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/requestpath/headerrule"
 )
 
@@ -73,7 +74,10 @@ type forwarding struct {
 	failed func(error) error
 	// wsFailure names a failed WebSocket dial in the outcome.
 	wsFailure string
-	resp      respPolicy
+	// movable: a peer's movedHeader answer to a request without a body
+	// is returned as ErrMoved, not passed on.
+	movable bool
+	resp    respPolicy
 }
 
 // ownHeaders sets an upstream's own request headers; uri is the request
@@ -148,6 +152,10 @@ func (fw *forwarder) forward(ctx *fasthttp.RequestCtx, x *exchange, f forwarding
 	if f.app != nil && resp.StatusCode() != fasthttp.StatusUnauthorized {
 		fw.uploads.accepted.accepted(f.app.up.cookie)
 	}
+	if f.movable && moved(ctx, resp) {
+		discard(resp)
+		return ErrMoved
+	}
 	return fw.respond(ctx, x, resp, f.resp)
 }
 
@@ -179,6 +187,31 @@ func (fw *forwarder) bridge(ctx *fasthttp.RequestCtx, x *exchange, f forwarding)
 	}
 	fw.upgradeAndBridge(ctx, x, conn)
 	return nil
+}
+
+// moved reports a peer's answer that the sandbox went to another node, to
+// a request that can be sent again: one without a body.
+func moved(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) bool {
+	cl := ctx.Request.Header.ContentLength() // -2: neither Content-Length nor chunked
+	return resp.StatusCode() == fasthttp.StatusServiceUnavailable && len(resp.Header.Peek(movedHeader)) > 0 &&
+		(cl == 0 || cl == -2)
+}
+
+// toSandbox is the forward stage: resolve, then a hop to the pod's node,
+// or the handshake and the pod on this node.
+func (fw *forwarder) toSandbox(ctx *fasthttp.RequestCtx, x *exchange, id identity, e informer.Entry) error {
+	t, err := fw.resolve(x, e)
+	if err != nil {
+		return err
+	}
+	if t.peer != "" {
+		return fw.hop(ctx, x, id, t)
+	}
+	up, err := fw.handshake(ctx, x, t)
+	if err != nil {
+		return err
+	}
+	return fw.toPod(ctx, x, up)
 }
 
 // noRelease is the release of a body that reserved nothing.

@@ -39,6 +39,10 @@ var identityPrefixes = []string{
 	"remote-", "x-remote-", "x-authentik-", "x-pomerium-", "cf-access-", "x-goog-authenticated-",
 }
 
+// ownPrefix starts the headers the node proxies send each other (movedHeader
+// on a hop's answer): never an app's to send.
+var ownPrefix = []string{"x-sandgate-"}
+
 // bodyHeaders describe the forwarded body, so they pass even in allowlist
 // mode.
 var bodyHeaders = []string{"content-type", "content-encoding"}
@@ -87,9 +91,9 @@ func newHeaderRules(allow []string, authProxy string) headerRules {
 		toAuthAPI: headerrule.New(headerrule.Spec{
 			Drop: slices.Concat(authAPI, []string{"forwarded", "x-real-ip"}), DropPrefixes: identityPrefixes,
 		}),
-		toAuthAPIAsserted: headerrule.New(headerrule.Spec{Drop: authAPI, DropPrefixes: []string{"x-sandgate-"}}),
-		fromApp:           headerrule.New(headerrule.Spec{Drop: slices.Concat(fromOwnOrigin, sharedOriginHeaders)}),
-		fromOwnOriginApp:  headerrule.New(headerrule.Spec{Drop: fromOwnOrigin}),
+		toAuthAPIAsserted: headerrule.New(headerrule.Spec{Drop: authAPI, DropPrefixes: ownPrefix}),
+		fromApp:           headerrule.New(headerrule.Spec{Drop: slices.Concat(fromOwnOrigin, sharedOriginHeaders), DropPrefixes: ownPrefix}),
+		fromOwnOriginApp:  headerrule.New(headerrule.Spec{Drop: fromOwnOrigin, DropPrefixes: ownPrefix}),
 		fromAuthAPI:       headerrule.New(headerrule.Spec{Drop: fromUpstream}),
 	}
 }

@@ -28,6 +28,7 @@ func (fw *forwarder) hop(ctx *fasthttp.RequestCtx, x *exchange, id identity, t t
 		own:       &hopHeaders{fw: fw, ctx: ctx, x: x, id: id, node: t.node},
 		failed:    peerDown,
 		wsFailure: "WebSocket hop",
+		movable:   true,
 		// The peer already rewrote Location and dropped the app's
 		// cookies; the app rules are applied again in case it is of an
 		// older version.

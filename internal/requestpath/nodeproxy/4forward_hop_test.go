@@ -2,13 +2,16 @@ package nodeproxy
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -122,5 +125,54 @@ func TestHopToADownPeer(t *testing.T) {
 	readAll(t, resp)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("hop to a down peer: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestHopFollowsAMovedSandbox: a wake raced a suspend. node-a's caches
+// still see the sandbox Ready on node-b, where its old pod was; node-b
+// sees it gone, holds the hop, and sees the new pod start on node-a. It
+// answers movedHeader, and node-a sends a request without a body once more,
+// where its caches now see the sandbox: served, one wake call, the app
+// asked once. A request with a body is not sent twice: its 503 goes to the
+// client, without the proxies' header.
+func TestHopFollowsAMovedSandbox(t *testing.T) {
+	h := newHarness(t, harnessOpts{peers: true, modify: wakeOpts(10*time.Second, nil).modify})
+	carol := h.addUser("carol", "node-a")
+	onA, _ := h.dir.Lookup("carol")
+	onB := onA
+	onB.Route.Node, onB.Route.NodeIP, onB.Route.Pod = "node-b", nodeIPs["node-b"], informer.Pod{}
+	h.auth.setOnWake(func(string) { h.dir.set("carol", onA) })
+	raced := func() {
+		h.dir.edit("carol", func(e *informer.Entry) {
+			e.Route = informer.Route{State: informer.StatePending, Sandbox: onA.Route.Sandbox}
+		})
+		h.dir.pin("node-a", "carol", onB)
+	}
+	hdr := map[string]string{"Cookie": cookie(h.session("carol"))}
+
+	raced()
+	resp := h.get("node-a", "/u/carol/api/echo", hdr)
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(movedHeader) != "" {
+		t.Fatalf("GET after the race: %d %s, %s %q", resp.StatusCode, body, movedHeader, resp.Header.Get(movedHeader))
+	}
+	if got := h.auth.wakes.Load(); got != 1 {
+		t.Errorf("%d wake calls, want 1", got)
+	}
+	asked := func() int {
+		return len(slices.DeleteFunc(carol.log.requests(), func(p string) bool { return p != "/api/echo" }))
+	}
+	if got := asked(); got != 1 {
+		t.Errorf("the app was asked %d times, want 1: %q", got, carol.log.requests())
+	}
+
+	raced()
+	resp = h.do(http.MethodPost, "node-a", "/u/carol/api/echo", strings.NewReader("once"), hdr)
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || resp.Header.Get(movedHeader) != "" {
+		t.Errorf("POST after the race: %d, Retry-After %q, %s %q", resp.StatusCode, resp.Header.Get("Retry-After"), movedHeader, resp.Header.Get(movedHeader))
+	}
+	if got := asked(); got != 1 {
+		t.Errorf("the app was asked %d times after the POST, want still 1", got)
 	}
 }

@@ -74,6 +74,9 @@ func (a *answers) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 		return
 	}
 	res := resultOf(err)
+	if x.hopIn && errors.Is(err, ErrHopLoop) {
+		ctx.Response.Header.Set(movedHeader, "1")
+	}
 	ctx.Response.Header.Set("Content-Type", "text/plain; charset=utf-8")
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")

@@ -121,10 +121,15 @@ func e2eIdle(t *testing.T, release controller.Release) {
 			})
 		}
 		wg.Wait()
+		failed := false
 		for i, c := range codes {
 			if c != http.StatusOK {
 				t.Errorf("request %d: %d", i, c)
+				failed = true
 			}
+		}
+		if failed {
+			p.logLinesWith(t, `"status":5`, "wake", "error")
 		}
 		slowest := time.Duration(0)
 		for _, l := range lats {
@@ -133,11 +138,7 @@ func e2eIdle(t *testing.T, release controller.Release) {
 		t.Logf("20 concurrent through %s: all answered within %v", p.nodes[node].name, slowest.Round(time.Millisecond))
 		if n := p.wakePatches.Load() - before; n != 1 {
 			t.Errorf("%d wake patches, want exactly 1", n)
-			for _, l := range strings.Split(p.logs.String(), "\n") {
-				if strings.Contains(strings.ToLower(l), "wake") {
-					t.Log(l)
-				}
-			}
+			p.logLinesWith(t, "wake")
 		}
 		if n := modes.transitionsTo(agents.OperatingModeRunning, start); n != 1 {
 			t.Errorf("%d transitions to Running, want 1", n)
@@ -243,4 +244,18 @@ func e2eIdle(t *testing.T, release controller.Release) {
 			t.Errorf("operating mode %q: a refused wake woke it", m)
 		}
 	})
+}
+
+// logLinesWith logs the platform's log lines that hold any of words (case
+// folded), for a failure to explain itself.
+func (p *platform) logLinesWith(t *testing.T, words ...string) {
+	t.Helper()
+	for _, l := range strings.Split(p.logs.String(), "\n") {
+		for _, w := range words {
+			if strings.Contains(strings.ToLower(l), strings.ToLower(w)) {
+				t.Log(l)
+				break
+			}
+		}
+	}
 }

@@ -50,6 +50,9 @@ var (
 	ErrNotReady = errors.New("sandbox not ready")
 	// ErrHopLoop means a request that already hopped would have to hop again.
 	ErrHopLoop = errors.New("sandbox not on this node after a hop")
+	// ErrMoved means the proxy of the sandbox's node answered a hop with
+	// movedHeader: the sandbox is Ready on yet another node.
+	ErrMoved = errors.New("sandbox moved to another node during the hop")
 	// ErrPeerDown means the node proxy of the sandbox's node took no
 	// connection (it is restarting, or its node is gone): the request
 	// never reached it.
@@ -145,7 +148,7 @@ func resultOf(err error) result {
 		return res
 	case errors.Is(err, ErrInvalidConfiguration):
 		return r(fasthttp.StatusServiceUnavailable, invalidConfigurationMessage)
-	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop), errors.Is(err, ErrPeerDown),
+	case errors.Is(err, ErrSuspended), errors.Is(err, ErrNotReady), errors.Is(err, ErrHopLoop), errors.Is(err, ErrMoved), errors.Is(err, ErrPeerDown),
 		errors.Is(err, handshake.ErrNoLogs), errors.Is(err, handshake.ErrClosed), errors.Is(err, ErrShuttingDown):
 		res := r(fasthttp.StatusServiceUnavailable, "sandbox not available yet")
 		res.retryAfter = true

@@ -18,6 +18,34 @@ type fakeDir struct {
 	// missing is Lookup's error for a user it does not hold:
 	// informer.ErrNoAccount unless set.
 	missing error
+	// pins are nodes' stale views of a user (by node, then user), which
+	// their Lookup returns until the user's next set or edit.
+	pins map[string]map[string]informer.Entry
+}
+
+// pin holds node's view of user at e, a cache lagging behind, until the
+// user's next set or edit.
+func (d *fakeDir) pin(node, user string, e informer.Entry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pins == nil {
+		d.pins = map[string]map[string]informer.Entry{}
+	}
+	if d.pins[node] == nil {
+		d.pins[node] = map[string]informer.Entry{}
+	}
+	d.pins[node][user] = e
+}
+
+// lookupOn is Lookup as node sees it.
+func (d *fakeDir) lookupOn(node, user string) (informer.Entry, error) {
+	d.mu.Lock()
+	e, pinned := d.pins[node][user]
+	d.mu.Unlock()
+	if pinned {
+		return e, nil
+	}
+	return d.Lookup(user)
 }
 
 // WatchAccount makes the directory an AccountWatcher, as the informer is.
@@ -60,6 +88,13 @@ func (d *fakeDir) remove(user string) {
 	d.notify(user)
 }
 
+// unpinLocked ends every node's stale view of user.
+func (d *fakeDir) unpinLocked(user string) {
+	for _, users := range d.pins {
+		delete(users, user)
+	}
+}
+
 // watch returns a channel closed at the next edit.
 func (d *fakeDir) watch() <-chan struct{} {
 	d.mu.Lock()
@@ -100,6 +135,7 @@ func (d *fakeDir) IsNodeIP(ip string) bool {
 func (d *fakeDir) set(user string, e informer.Entry) {
 	d.mu.Lock()
 	d.entries[user] = e
+	d.unpinLocked(user)
 	d.editedLocked()
 	d.mu.Unlock()
 	d.notify(user)
@@ -110,6 +146,7 @@ func (d *fakeDir) edit(user string, f func(*informer.Entry)) {
 	e := d.entries[user]
 	f(&e)
 	d.entries[user] = e
+	d.unpinLocked(user)
 	d.editedLocked()
 	d.mu.Unlock()
 	d.notify(user)

@@ -204,7 +204,7 @@ func (n *nodeDir) WatchAccount(user string, changed func()) func() {
 }
 
 func (n *nodeDir) Lookup(user string) (informer.Entry, error) {
-	e, err := n.d.Lookup(user)
+	e, err := n.d.lookupOn(n.node, user)
 	if err == nil && e.Route.State == informer.StateReady {
 		e.Route.Local = e.Route.Node == n.node
 		if !e.Route.Local {

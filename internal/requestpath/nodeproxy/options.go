@@ -44,10 +44,10 @@ const (
 	DefaultWakeTimeout        = 60 * time.Second
 )
 
-// Waiter holds a request until its sandbox is Ready, woken by informer
-// events. *informer.Index implements it.
+// Waiter holds a request until its sandbox is Ready on a node other than
+// away ("": any), woken by informer events. *informer.Index implements it.
 type Waiter interface {
-	WaitReady(ctx context.Context, user string) (informer.Entry, error)
+	WaitReady(ctx context.Context, user, away string) (informer.Entry, error)
 }
 
 // Directory resolves a user to the account and route the informer caches

@@ -54,6 +54,13 @@ type Proxy struct {
 // hop key, when the peer is a node (Peers).
 const hopHeader = "X-Sandgate-Hop"
 
+// movedHeader marks a node proxy's 503 to a hop whose sandbox it found
+// Ready on another node: a wake raced a suspend and the new pod started
+// elsewhere. The sending proxy then sends a request without a body once
+// more, where its own caches see the sandbox. Apps cannot send it
+// (ownPrefix).
+const movedHeader = "X-Sandgate-Moved"
+
 // wsReadBuffer is the read buffer each side of a bridged WebSocket holds
 // for as long as it is open: room for a frame header, a control frame and
 // small messages. A larger payload bypasses it, read straight into the
