@@ -12,10 +12,13 @@ import (
 )
 
 // CPUs the children are pinned to: the servers (app, proxies, baseline)
-// share serverCPU, the load generator and clients have clientCPU.
+// share serverCPU, the load generator and clients have clientCPU. A child
+// started on anyCPU is not pinned and has GOMAXPROCS of its own (every
+// core).
 const (
 	serverCPU = 0
 	clientCPU = 1
+	anyCPU    = -1
 )
 
 // child is one running part of the bench.

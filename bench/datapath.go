@@ -27,8 +27,10 @@ type servers struct {
 	app                            app
 	appProc, baseline, bare        *child
 	proxy, peer, crowd             *child // n1's proxy (clients enter here), n2's, n1's for the many-users run
+	wide                           *child // n1's proxy at GOMAXPROCS=2, in the split layout only
 	appAddr, baseAddr, bareAddr    string
 	proxyAddr, peerAddr, crowdAddr string
+	wideAddr                       string
 	proxyDebug                     string
 	cookies                        map[string]string // user -> Cookie header
 	crowdCookies                   []load.Session    // paths are /u/<user>
@@ -87,7 +89,12 @@ func startServers(keys *node.Keys, a app) (*servers, error) {
 
 // startServer starts role on serverCPU and reads where it listens.
 func startServer(role string, spec any, out *served) (*child, error) {
-	c, err := spawn(role, spec, serverCPU)
+	return startServerOn(role, spec, serverCPU, out)
+}
+
+// startServerOn starts role on cpu and reads where it listens.
+func startServerOn(role string, spec any, cpu int, out *served) (*child, error) {
+	c, err := spawn(role, spec, cpu)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +108,7 @@ func startServer(role string, spec any, out *served) (*child, error) {
 // time is reported under.
 func (s *servers) procs() map[string]*child {
 	m := map[string]*child{}
-	for name, c := range map[string]*child{"app": s.appProc, "proxy": s.proxy, "peer": s.peer, "crowd": s.crowd, "baseline": s.baseline, "bare": s.bare} {
+	for name, c := range map[string]*child{"app": s.appProc, "proxy": s.proxy, "peer": s.peer, "crowd": s.crowd, "baseline": s.baseline, "bare": s.bare, "wide": s.wide} {
 		if c != nil {
 			m[name] = c
 		}
@@ -111,7 +118,7 @@ func (s *servers) procs() map[string]*child {
 
 // stop ends every server.
 func (s *servers) stop() {
-	for _, c := range []*child{s.bare, s.baseline, s.crowd, s.proxy, s.peer, s.appProc} {
+	for _, c := range []*child{s.bare, s.baseline, s.crowd, s.wide, s.proxy, s.peer, s.appProc} {
 		if c != nil {
 			_ = c.stop()
 		}
@@ -129,6 +136,7 @@ const (
 	viaBare   way = "bare"
 	viaHop    way = "hop"
 	viaCrowd  way = "many users"
+	viaWide   way = "proxy, GOMAXPROCS=2"
 	userLocal     = "alice"
 	userHop       = "bob"
 )
@@ -136,7 +144,7 @@ const (
 // servedBy are the server processes a request by each way goes through.
 var servedBy = map[way][]string{
 	direct: {"app"}, viaProxy: {"proxy", "app"}, viaBase: {"baseline", "app"}, viaBare: {"bare", "app"},
-	viaHop: {"proxy", "peer", "app"}, viaCrowd: {"crowd", "app"},
+	viaHop: {"proxy", "peer", "app"}, viaCrowd: {"crowd", "app"}, viaWide: {"wide", "app"},
 }
 
 // target returns how to reach path on the app by w.
@@ -146,6 +154,8 @@ func (s *servers) target(w way, path string) load.Target {
 		return load.Target{Addr: s.proxyAddr, Path: "/u/" + userLocal + path, Host: host, Cookie: s.cookies[userLocal]}
 	case viaHop:
 		return load.Target{Addr: s.proxyAddr, Path: "/u/" + userHop + path, Host: host, Cookie: s.cookies[userHop]}
+	case viaWide:
+		return load.Target{Addr: s.wideAddr, Path: "/u/" + userLocal + path, Host: host, Cookie: s.cookies[userLocal]}
 	case viaBase:
 		return load.Target{Addr: s.baseAddr, Path: "/u/" + userLocal + path, Host: host}
 	case viaBare:

@@ -28,9 +28,12 @@ type results struct {
 	Half    []httpRun
 	// HalfTrace is the traced half-load run; nil when not traced.
 	HalfTrace *halfTrace
-	SSE       []wayLatency
-	WSEcho    []wayLatency
-	Idle      idleResult
+	// SplitPeak and HalfSplit are the half-load pair in the split
+	// layout (halfsplit.go): (b)'s peak there, then the rounds.
+	SplitPeak, HalfSplit []httpRun
+	SSE                  []wayLatency
+	WSEcho               []wayLatency
+	Idle                 idleResult
 	// IdleLimit, when set, says why fewer idle WebSockets were opened
 	// than asked for.
 	IdleLimit string
@@ -150,6 +153,9 @@ func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *resu
 	}
 	if a.Name != fastApp.Name {
 		return nil
+	}
+	if err := halfSplit(ctx, c, keys, s, res, log); err != nil {
+		return err
 	}
 	if c.profile != "" {
 		log.Info("profile the proxy")

@@ -49,6 +49,7 @@ func render(c config, r *results) string {
 	}
 	logTable(p, r, c)
 	halfTable(p, r, c)
+	splitTable(p, r, c)
 	crowdTable(p, r, c)
 	pipelineTable(p, r.Pipeline)
 

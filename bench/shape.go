@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/sandgate/sandgate/bench/scale"
 )
@@ -37,6 +38,17 @@ func checkShape(c config, res *results, report string) error {
 		errs = append(errs, checkRun(h)...)
 		if h.Result.Lag.N != h.Result.Requests {
 			bad("half load %s: generator lag of %d requests, want %d", h.Way, h.Result.Lag.N, h.Result.Requests)
+		}
+	}
+	if len(res.SplitPeak) != c.rounds || len(res.HalfSplit) != len(splitWays)*c.rounds {
+		bad("split layout: %d peak and %d half-load runs, want %d and %d", len(res.SplitPeak), len(res.HalfSplit), c.rounds, len(splitWays)*c.rounds)
+	}
+	for _, h := range append(slices.Clip(res.SplitPeak), res.HalfSplit...) {
+		errs = append(errs, checkRun(h)...)
+	}
+	for _, h := range res.HalfSplit {
+		if h.Result.Lag.N != h.Result.Requests {
+			bad("split half load %s: generator lag of %d requests, want %d", h.Way, h.Result.Lag.N, h.Result.Requests)
 		}
 	}
 	if c.profile != "" {

@@ -32,6 +32,12 @@ func wholeSmoke(c config) *results {
 	for i := range r.Half {
 		r.Half[i].Result.Lag = load.Latency{N: 10, P50: time.Microsecond, P99: time.Millisecond}
 	}
+	r.SplitPeak = []httpRun{run(fastApp, cell{viaProxy, 1 << 10, 64})}
+	for _, w := range splitWays {
+		h := run(fastApp, cell{w, 1 << 10, 64})
+		h.Result.Lag = load.Latency{N: 10, P50: time.Microsecond, P99: time.Millisecond}
+		r.HalfSplit = append(r.HalfSplit, h)
+	}
 	if c.profile != "" {
 		r.HalfTrace = &halfTrace{Run: r.Half[1], File: "proxy-half.trace", Sched: "top"}
 	}
@@ -86,6 +92,8 @@ func TestCheckShapeFindsGaps(t *testing.T) {
 		{"no profile", func(r *results) string { r.Profile = ""; return "" }, "profiles"},
 		{"no generator lag", func(r *results) string { r.Half[0].Result.Lag.N = 0; return "" }, "generator lag of 0 requests"},
 		{"no trace", func(r *results) string { r.HalfTrace = nil; return "" }, "no traced run"},
+		{"split round missing", func(r *results) string { r.HalfSplit = r.HalfSplit[1:]; return "" }, "split layout: 1 peak and 2 half-load runs"},
+		{"split lag missing", func(r *results) string { r.HalfSplit[2].Result.Lag.N = 0; return "" }, "split half load proxy, GOMAXPROCS=2: generator lag"},
 		{"log not counted", func(r *results) string {
 			for i := range r.HTTP {
 				r.HTTP[i].Logged = nil
