@@ -399,7 +399,7 @@ bench: controlplane ## measure the pipeline benchmark, data path, sessions, scal
 
 .PHONY: bench-fleet
 FLEET_FLAGS ?=
-bench-fleet: controlplane ## measure N node proxies' caches against one real API server (10, 50, 200 nodes; 10k accounts) into bench/FLEET.md
+bench-fleet: controlplane ## measure N node proxies' caches against one real API server (10, 50, 200, 500 nodes; 10k accounts; churn) into bench/FLEET.md
 	@echo ">> building the bench: the fleet of node proxies against one API server"
 	$(GO_BUILD) -o bin/sandgate-bench ./bench
 	./bin/sandgate-bench -fleet bench/FLEET.md $(FLEET_FLAGS)

@@ -76,9 +76,10 @@ func main() {
 	flag.StringVar(&c.pipeline, "pipeline", "", "output of go test -bench Pipeline -benchmem -count N ./internal/requestpath/nodeproxy, reported beside the rest (make bench writes it)")
 	var fc fleetConfig
 	flag.StringVar(&fc.out, "fleet", "", "measure only the fleet of node proxies against one API server, and write its table here")
-	flag.StringVar(&fc.sizes, "fleet-nodes", "10,50,200", "with -fleet: the node counts, comma-separated, increasing")
+	flag.StringVar(&fc.sizes, "fleet-nodes", "10,50,200,500", "with -fleet: the node counts, comma-separated, increasing")
 	flag.IntVar(&fc.users, "fleet-users", 10000, "with -fleet: the accounts the API server holds")
-	flag.IntVar(&fc.changes, "fleet-changes", 50, "with -fleet: the claim changes measured at each node count")
+	flag.IntVar(&fc.changes, "fleet-changes", 50, "with -fleet: the changes of each kind measured at each node count")
+	flag.StringVar(&fc.churn, "fleet-churn", "signups=1,logouts=2,suspends=5,wakes=5", "with -fleet: the background changes per second of each kind under which the churned reaches are measured")
 	flag.BoolVar(&c.smoke, "smoke", false, "run every way for about a second and check the results' shape, not speed; writes -out only when given")
 	flag.Parse()
 	if c.smoke {

@@ -24,6 +24,7 @@ import (
 	"github.com/sandgate/sandgate/bench/load"
 	"github.com/sandgate/sandgate/internal/informer"
 	"github.com/sandgate/sandgate/internal/sandboxapi"
+	"github.com/sandgate/sandgate/internal/sandboxapi/agents"
 )
 
 // Options shape one fleet measurement.
@@ -33,9 +34,15 @@ type Options struct {
 	// Users is how many accounts (claims and Sandboxes) the API server
 	// holds throughout.
 	Users int
-	// Changes is how many claim changes each size measures, one at a time.
+	// Changes is how many changes of each kind each size measures, one
+	// at a time: logouts with no other change, then logouts, suspends
+	// and wakes under Churn.
 	Changes int
-	Logger  *slog.Logger
+	Churn   Churn
+	// ChurnFor is the shortest churn phase: long enough for the API
+	// server's CPU over it to mean something at low rates.
+	ChurnFor time.Duration
+	Logger   *slog.Logger
 }
 
 // Row is one size's figures.
@@ -51,9 +58,20 @@ type Row struct {
 	// EventsPerChange is the watch events the API server sent for
 	// SandboxClaims per claim change.
 	EventsPerChange float64 `json:"events_per_change"`
-	// Reach is, per change, from sending it until the last node proxy's
+	// Reach is, per logout, from sending it until the last node proxy's
 	// cache holds it, summarised over the changes.
 	Reach load.Latency `json:"reach"`
+	// ChurnedLogout, Suspend and Wake are reaches under the churn: a
+	// logout's; a suspend's until the last cache routes the sandbox as
+	// Suspended (requests held for a wake); a wake's until none does.
+	ChurnedLogout, Suspend, Wake load.Latency
+	// ChurnRate is the churn's achieved changes per second, the measured
+	// ones included; ChurnCores the API server's CPU over that phase, in
+	// cores.
+	ChurnRate, ChurnCores float64
+	// Leader is the leader's time to decode and merge the node proxies'
+	// reports of one report interval (leaderCost).
+	Leader time.Duration `json:"leader_ns"`
 	// APICPUPerChange is the API server's CPU time over the changes,
 	// divided by their count; APIRSS its RSS after them.
 	APICPUPerChange time.Duration `json:"api_cpu_per_change_ns"`
@@ -77,13 +95,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) ([]Row, error) {
 		return nil, err
 	}
 	api := apiServer{rest: kube.CoreV1().RESTClient()}
+	churn := newChurner(sb, o.Changes, o.Users)
 	var rows []Row
 	for _, n := range o.Sizes {
 		o.Logger.Info("fleet size", "nodes", n, "users", o.Users)
-		r, err := measure(ctx, cfg, api, sb, n, o)
+		leader, err := leaderCost(n, o.Users)
+		if err != nil {
+			return rows, fmt.Errorf("%d nodes' reports: %w", n, err)
+		}
+		r, err := measure(ctx, cfg, api, sb, churn, n, o)
 		if err != nil {
 			return rows, fmt.Errorf("%d nodes: %w", n, err)
 		}
+		r.Leader = leader
 		rows = append(rows, r)
 	}
 	return rows, nil
@@ -91,7 +115,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) ([]Row, error) {
 
 // measure starts n node proxies' caches, changes claims one at a time
 // and stops the caches again.
-func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxapi.Client, n int, o Options) (Row, error) {
+func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxapi.Client, churn *churner, n int, o Options) (Row, error) {
 	r := Row{Nodes: n}
 	base, err := api.read(ctx)
 	if err != nil {
@@ -125,7 +149,7 @@ func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxap
 	r.Watches = before.watches - base.watches
 	reach := make([]time.Duration, 0, o.Changes)
 	for c := range o.Changes {
-		d, err := change(ctx, sb, idx, userName(c%o.Users))
+		d, err := logoutReach(ctx, sb, idx, userName(c))
 		if err != nil {
 			return r, err
 		}
@@ -139,6 +163,9 @@ func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxap
 	r.EventsPerChange = (after.claimEvents - before.claimEvents) / float64(o.Changes)
 	r.APICPUPerChange = time.Duration((after.cpuSeconds - before.cpuSeconds) / float64(o.Changes) * float64(time.Second))
 	r.APIRSS = after.rss
+	if err := churned(ctx, api, sb, churn, idx, o, &r); err != nil {
+		return r, err
+	}
 	joined := time.Now()
 	late, err := newIndex(cfg, nodeName(n))
 	if err != nil {
@@ -150,6 +177,60 @@ func measure(ctx context.Context, cfg *rest.Config, api apiServer, sb *sandboxap
 	}
 	r.Join = time.Since(joined)
 	return r, nil
+}
+
+// churned measures the reaches of logouts, suspends and wakes with o.Churn
+// running, and the API server's CPU over that phase.
+func churned(ctx context.Context, api apiServer, sb *sandboxapi.Client, churn *churner, idx []*informer.Index, o Options, r *Row) error {
+	before, err := api.read(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	cctx, stop := context.WithCancel(ctx)
+	var made int64
+	var churnErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		made, churnErr = churn.run(cctx, o.Churn)
+	}()
+	defer func() { stop(); <-done }()
+	var logouts, suspends, wakes []time.Duration
+	for c := range o.Changes {
+		d, err := logoutReach(ctx, sb, idx, userName(c))
+		if err != nil {
+			return err
+		}
+		logouts = append(logouts, d)
+		if d, err = modeReach(ctx, sb, idx, c, agents.OperatingModeSuspended); err != nil {
+			return err
+		}
+		suspends = append(suspends, d)
+		if d, err = modeReach(ctx, sb, idx, c, agents.OperatingModeRunning); err != nil {
+			return err
+		}
+		wakes = append(wakes, d)
+	}
+	select {
+	case <-time.After(o.ChurnFor - time.Since(start)):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	stop()
+	<-done
+	if churnErr != nil {
+		return churnErr
+	}
+	took := time.Since(start)
+	after, err := api.read(ctx)
+	if err != nil {
+		return err
+	}
+	r.ChurnedLogout, r.Suspend, r.Wake = load.Summarise(logouts), load.Summarise(suspends), load.Summarise(wakes)
+	r.ChurnRate = (float64(made) + 3*float64(o.Changes)) / took.Seconds()
+	r.ChurnCores = (after.cpuSeconds - before.cpuSeconds) / took.Seconds()
+	return nil
 }
 
 // clients are a core and a sandbox client of their own for cfg.

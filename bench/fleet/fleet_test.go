@@ -3,7 +3,9 @@ package fleet
 import (
 	"log/slog"
 	"testing"
+	"time"
 
+	"github.com/sandgate/sandgate/bench/load"
 	"github.com/sandgate/sandgate/internal/testing/testkit"
 )
 
@@ -13,7 +15,8 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // reaches every cache, and each figure is there.
 func TestRun(t *testing.T) {
 	cp := testkit.ControlPlane(t)
-	rows, err := Run(t.Context(), cp.AdminConfig(), Options{Sizes: []int{1, 3}, Users: 20, Changes: 5, Logger: slog.New(slog.DiscardHandler)})
+	churn := Churn{Signups: 5, Logouts: 5, Suspends: 5, Wakes: 5}
+	rows, err := Run(t.Context(), cp.AdminConfig(), Options{Sizes: []int{1, 3}, Users: 20, Changes: 5, Churn: churn, ChurnFor: time.Second, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +30,14 @@ func TestRun(t *testing.T) {
 		// Each cache watches claims: a change is one event to each.
 		if r.EventsPerChange < float64(r.Nodes) {
 			t.Errorf("%d nodes: %.1f claim events per change, want at least one per cache", r.Nodes, r.EventsPerChange)
+		}
+		for name, l := range map[string]load.Latency{"churned logout": r.ChurnedLogout, "suspend": r.Suspend, "wake": r.Wake} {
+			if l.N != 5 || l.P50 <= 0 || l.Max < l.P50 {
+				t.Errorf("%d nodes: %s reach %+v, want 5 changes", r.Nodes, name, l)
+			}
+		}
+		if r.ChurnRate < 15 || r.ChurnCores <= 0 || r.Leader <= 0 {
+			t.Errorf("%d nodes: churn %.1f/s, API cores %.2f, leader %v", r.Nodes, r.ChurnRate, r.ChurnCores, r.Leader)
 		}
 		if r.Watches != float64(4*r.Nodes) {
 			t.Errorf("%d nodes: %.0f more watches, want four per cache (claims, Sandboxes, pods, nodes)", r.Nodes, r.Watches)
@@ -64,4 +75,32 @@ func FuzzSample(f *testing.F) {
 			t.Errorf("sample(%q) made up %q %q", line, name, labels)
 		}
 	})
+}
+
+func TestParseChurn(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Churn
+		ok   bool
+	}{
+		{"signups=1,logouts=2,suspends=5,wakes=5", Churn{1, 2, 5, 5}, true},
+		{" wakes = 0.5 ", Churn{Wakes: 0.5}, true},
+		{"", Churn{}, true},
+		{"logouts=2,logouts=3", Churn{}, false},
+		{"logins=2", Churn{}, false},
+		{"suspends", Churn{}, false},
+		{"suspends=-1", Churn{}, false},
+		{"suspends=NaN", Churn{}, false},
+		{"wakes=1e9", Churn{}, false},
+	} {
+		got, err := ParseChurn(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseChurn(%q) = %+v, %v", tc.in, got, err)
+		}
+		if err == nil {
+			if back, err := ParseChurn(got.String()); err != nil || back != got {
+				t.Errorf("ParseChurn(%q.String()) = %+v, %v", tc.in, back, err)
+			}
+		}
+	}
 }

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sandgate/sandgate/internal/account"
@@ -80,8 +78,11 @@ func createAccount(ctx context.Context, sb *sandboxapi.Client, i int) error {
 	claim := &extensions.SandboxClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: account.ClaimName(informer.DefaultClaimPrefix, user), Namespace: namespace,
-			Labels:      map[string]string{account.LabelManagedBy: account.ManagedByValue, account.LabelUser: user},
-			Annotations: map[string]string{account.AnnotationTokenHash: hex.EncodeToString(hash[:]), account.AnnotationSessionEpoch: "1"},
+			Labels: map[string]string{account.LabelManagedBy: account.ManagedByValue, account.LabelUser: user},
+			Annotations: map[string]string{
+				account.AnnotationTokenHash: hex.EncodeToString(hash[:]), account.AnnotationSessionEpoch: "1",
+				extensions.AnnotationSandboxName: sandboxName(i), // as adoption writes it
+			},
 		},
 		Spec: extensions.SandboxClaimSpec{WarmPoolRef: extensions.WarmPoolRef{Name: "dsh-pool"}},
 	}
@@ -89,7 +90,7 @@ func createAccount(ctx context.Context, sb *sandboxapi.Client, i int) error {
 		return fmt.Errorf("create claim: %w", err)
 	}
 	box := &agents.Sandbox{
-		ObjectMeta: metav1.ObjectMeta{Name: "dsh-pool-" + strconv.Itoa(i), Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: sandboxName(i), Namespace: namespace},
 		Spec: agents.SandboxSpec{PodTemplate: agents.PodTemplate{Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "dsh", Image: "dsh"}},
 		}}},
@@ -100,43 +101,5 @@ func createAccount(ctx context.Context, sb *sandboxapi.Client, i int) error {
 	return nil
 }
 
-// reachTimeout bounds the wait for one change to reach every cache.
-const reachTimeout = time.Minute
-
-// change raises user's session epoch, as a logout of every session does,
-// and returns how long after the request the last of idx held it.
-func change(ctx context.Context, sb *sandboxapi.Client, idx []*informer.Index, user string) (time.Duration, error) {
-	var mu sync.Mutex
-	var last time.Time
-	left := len(idx)
-	all := make(chan struct{})
-	for _, x := range idx {
-		var once sync.Once
-		stop := x.WatchAccount(user, func() {
-			once.Do(func() {
-				mu.Lock()
-				defer mu.Unlock()
-				last = time.Now()
-				if left--; left == 0 {
-					close(all)
-				}
-			})
-		})
-		defer stop()
-	}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, account.AnnotationSessionEpoch, strconv.FormatInt(time.Now().UnixNano(), 10))
-	sent := time.Now()
-	if _, err := sb.SandboxClaims(namespace).Patch(ctx, account.ClaimName(informer.DefaultClaimPrefix, user), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return 0, fmt.Errorf("raise session epoch: %w", err)
-	}
-	select {
-	case <-all:
-	case <-time.After(reachTimeout):
-		return 0, fmt.Errorf("a change of %s reached %d of %d caches in %v", user, len(idx)-left, len(idx), reachTimeout)
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return last.Sub(sent), nil
-}
+// sandboxName names account i's Sandbox.
+func sandboxName(i int) string { return "dsh-pool-" + strconv.Itoa(i) }

@@ -122,16 +122,22 @@ func (x *Index) changes() <-chan struct{} {
 }
 
 // WaitReady returns user's entry once its route is StateReady on a node
-// other than away ("": on any node), or StateInvalid, which no wait mends,
-// waiting for informer events (no polling) until then. It returns early
-// with the Lookup error when the account is missing or invalid, or with
-// ctx's cause when ctx ends first; the last entry seen is returned with
-// that error.
+// other than away ("": on any node), or StateInvalid, which no wait mends.
+// It is WaitRoute with that condition.
 func (x *Index) WaitReady(ctx context.Context, user, away string) (Entry, error) {
+	return x.WaitRoute(ctx, user, func(r Route) bool { return r.Routable(away) || r.State == StateInvalid })
+}
+
+// WaitRoute returns user's entry once done holds for its route, waiting
+// for informer events (no polling) until then. It returns early with the
+// Lookup error when the account is missing or invalid, or with ctx's
+// cause when ctx ends first; the last entry seen is returned with that
+// error.
+func (x *Index) WaitRoute(ctx context.Context, user string, done func(Route) bool) (Entry, error) {
 	for {
 		ch := x.changes()
 		e, err := x.Lookup(user)
-		if err != nil || e.Route.Routable(away) || e.Route.State == StateInvalid {
+		if err != nil || done(e.Route) {
 			return e, err
 		}
 		select {
