@@ -83,20 +83,9 @@ func halfSplit(ctx context.Context, cfg config, keys *node.Keys, shared *servers
 // splitWays are the split layout's half-load ways, in each round's order.
 var splitWays = []way{direct, viaProxy, viaWide}
 
-// splitP99 is w's p99 over the split layout's half-load rounds.
-func (r *results) splitP99(w way) spread {
-	var rs rounds
-	for _, h := range r.HalfSplit {
-		if h.Way == w {
-			rs = append(rs, h)
-		}
-	}
-	return rs.p99()
-}
-
 // splitAdded is the p99 a proxy way adds to direct in the split layout.
 func (r *results) splitAdded(w way) time.Duration {
-	return time.Duration(r.splitP99(w).Med - r.splitP99(direct).Med)
+	return time.Duration(wayP99(r.HalfSplit, w).Med - wayP99(r.HalfSplit, direct).Med)
 }
 
 // splitTable writes the split layout's half-load rounds and medians.
@@ -124,7 +113,7 @@ func splitTable(p printf, r *results, c config) {
 		if w != direct {
 			added = "+" + ms(r.splitAdded(w))
 		}
-		s := r.splitP99(w)
+		s := wayP99(r.HalfSplit, w)
 		p("| median | %s | | | | %s (%s-%s) | added %s | | |\n", splitName[w], ms(s.dur()), ms(time.Duration(s.Min)), ms(time.Duration(s.Max)), added)
 	}
 }

@@ -61,7 +61,7 @@ func halfTable(p printf, r *results, c config) {
 		row(fmt.Sprint(i/2+1), h)
 	}
 	for _, w := range []way{direct, viaProxy} {
-		p("| median | %s | | | | %s | | |\n", wayName[w], ms(r.halfP99(w).dur()))
+		p("| median | %s | | | | %s | | |\n", wayName[w], ms(wayP99(r.Half, w).dur()))
 	}
 	t := r.HalfTrace
 	if t == nil {

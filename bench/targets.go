@@ -40,7 +40,7 @@ func targets(r *results) []target {
 	if hop := r.runs(fastApp, cell{viaHop, 1 << 10, 64}).rps().Med; hop > 0 && b > 0 {
 		add("cross-node hop >= 0.55x (b) at 64 conns, 1 KiB", fmt.Sprintf("%.2f", hop/b), hop/b >= 0.55)
 	}
-	if d, pr := r.splitP99(direct), r.splitP99(viaProxy); pr.Med > 0 {
+	if d, pr := wayP99(r.HalfSplit, direct), wayP99(r.HalfSplit, viaProxy); pr.Med > 0 {
 		added := r.splitAdded(viaProxy)
 		add("p99 added latency <= 1 ms at half of (b)'s peak, proxy on its own core",
 			fmt.Sprintf("%s (%s vs %s direct; proxy rounds %s-%s; at GOMAXPROCS=2 unpinned: %s)", ms(added), ms(pr.dur()), ms(d.dur()),
@@ -69,10 +69,10 @@ func targets(r *results) []target {
 	return ts
 }
 
-// halfP99 is w's p99 over the half-load rounds.
-func (r *results) halfP99(w way) spread {
+// wayP99 is w's p99 over the runs of w among runs.
+func wayP99(runs []httpRun, w way) spread {
 	var rs rounds
-	for _, h := range r.Half {
+	for _, h := range runs {
 		if h.Way == w {
 			rs = append(rs, h)
 		}
