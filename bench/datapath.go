@@ -7,9 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -277,51 +274,7 @@ func dataPath(ctx context.Context, cfg config, s *servers, res *results, log *sl
 			res.Half = append(res.Half, r)
 		}
 	}
-	if cfg.profile == "" {
-		return nil
-	}
-	log.Info("half load, traced")
-	t, err := traceHalf(cfg, s, peak/2)
-	if err != nil {
-		log.Warn("trace at half load", "err", err)
-		return nil
-	}
-	res.HalfTrace = &t
 	return nil
-}
-
-// halfTrace is one more proxy run at half load with the proxy's execution
-// trace recorded over its measured part; it is not one of the rounds.
-type halfTrace struct {
-	Run httpRun
-	// File is the trace; Sched is pprof's top table of the time the
-	// proxy's goroutines waited to run once runnable (go tool trace
-	// -pprof=sched).
-	File, Sched string
-}
-
-// traceHalf runs the traced half-load run.
-func traceHalf(c config, s *servers, rate float64) (halfTrace, error) {
-	secs := max(1, int(c.duration.Seconds()))
-	var t halfTrace
-	r, err := during(c, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
-		t.File, err = fetchDebug(s, c.profile, "proxy-half.trace", fmt.Sprintf("/trace?seconds=%d", secs))
-		return err
-	})
-	if err != nil {
-		return t, err
-	}
-	t.Run = r
-	sched := filepath.Join(c.profile, "proxy-half-sched.pprof")
-	out, err := exec.Command("go", "tool", "trace", "-pprof=sched", t.File).Output()
-	if err != nil {
-		return t, fmt.Errorf("go tool trace -pprof=sched: %w", err)
-	}
-	if err := os.WriteFile(sched, out, 0o644); err != nil {
-		return t, fmt.Errorf("save scheduler profile: %w", err)
-	}
-	t.Sched, err = pprofTop(sched, "-nodecount=12")
-	return t, err
 }
 
 // streams measures SSE delay and WebSocket echo, direct and through the

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -77,6 +80,18 @@ func halfSplit(ctx context.Context, cfg config, keys *node.Keys, shared *servers
 			res.HalfSplit = append(res.HalfSplit, r)
 		}
 	}
+	if cfg.profile == "" {
+		return nil
+	}
+	log.Info("half load, split: the proxy traced, then profiled")
+	if t, err := traceHalf(cfg, s, peak/2); err != nil {
+		log.Warn("trace at half load", "err", err)
+	} else {
+		res.HalfTrace = &t
+	}
+	if res.HalfProfile, err = profileProxy(cfg, s, peak/2, "proxy-half-cpu.pprof"); err != nil {
+		log.Warn("profile at half load", "err", err)
+	}
 	return nil
 }
 
@@ -116,7 +131,51 @@ func splitTable(p printf, r *results, c config) {
 		s := wayP99(r.HalfSplit, w)
 		p("| median | %s | | | | %s (%s-%s) | added %s | | |\n", splitName[w], ms(s.dur()), ms(time.Duration(s.Min)), ms(time.Duration(s.Max)), added)
 	}
+	if t := r.HalfTrace; t != nil {
+		p("\nOne more run of (b) at the same rate, not among the rounds (achieved %.0f req/s, p99 %s), with the proxy's execution "+
+			"trace recorded over its measured part (`%s`). How long the proxy's goroutines waited to run once runnable, from the "+
+			"trace (`go tool trace -pprof=sched`, then `go tool pprof -top`):\n\n```\n%s```\n", t.Run.Result.RPS,
+			ms(t.Run.Result.Latency.P99), t.File, t.Sched)
+	}
+	if r.HalfProfile != "" {
+		p("\nAnd one more with the proxy's CPU profile (`%s/proxy-half-cpu.pprof`; `go tool pprof -top`, then by stage):\n\n```\n%s```\n",
+			c.profile, trimProfile(r.HalfProfile))
+	}
 }
 
 // splitName labels the split layout's ways.
 var splitName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaWide: "(b) wide"}
+
+// halfTrace is one more proxy run at half load with the proxy's execution
+// trace recorded over its measured part; it is not one of the rounds.
+type halfTrace struct {
+	Run httpRun
+	// File is the trace; Sched is pprof's top table of the time the
+	// proxy's goroutines waited to run once runnable (go tool trace
+	// -pprof=sched).
+	File, Sched string
+}
+
+// traceHalf runs the traced half-load run.
+func traceHalf(c config, s *servers, rate float64) (halfTrace, error) {
+	secs := max(1, int(c.duration.Seconds()))
+	var t halfTrace
+	r, err := during(c, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
+		t.File, err = fetchDebug(s, c.profile, "proxy-half.trace", fmt.Sprintf("/trace?seconds=%d", secs))
+		return err
+	})
+	if err != nil {
+		return t, err
+	}
+	t.Run = r
+	sched := filepath.Join(c.profile, "proxy-half-sched.pprof")
+	out, err := exec.Command("go", "tool", "trace", "-pprof=sched", t.File).Output()
+	if err != nil {
+		return t, fmt.Errorf("go tool trace -pprof=sched: %w", err)
+	}
+	if err := os.WriteFile(sched, out, 0o644); err != nil {
+		return t, fmt.Errorf("save scheduler profile: %w", err)
+	}
+	t.Sched, err = pprofTop(sched, "-nodecount=12")
+	return t, err
+}

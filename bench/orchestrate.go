@@ -26,8 +26,11 @@ type results struct {
 	HTTP    []httpRun
 	Hop     []httpRun
 	Half    []httpRun
-	// HalfTrace is the traced half-load run; nil when not traced.
-	HalfTrace *halfTrace
+	// HalfTrace is the traced half-load run of the split layout's
+	// pinned proxy, and HalfProfile its CPU profile at that rate; nil
+	// and empty when not profiled.
+	HalfTrace   *halfTrace
+	HalfProfile string
 	// SplitPeak and HalfSplit are the half-load pair in the split
 	// layout (halfsplit.go): (b)'s peak there, then the rounds.
 	SplitPeak, HalfSplit []httpRun
@@ -159,7 +162,7 @@ func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *resu
 	}
 	if c.profile != "" {
 		log.Info("profile the proxy")
-		if res.Profile, err = profileProxy(c, s); err != nil {
+		if res.Profile, err = profileProxy(c, s, 0, "proxy-cpu.pprof"); err != nil {
 			log.Warn("profile", "err", err)
 		}
 	}
@@ -273,14 +276,15 @@ func (s *servers) proxyMem() (proxyMemory, error) {
 }
 
 // profileProxy records the proxy's CPU profile under 64 connections of
-// 1 KiB requests and returns pprof's top functions.
-func profileProxy(c config, s *servers) (string, error) {
+// 1 KiB requests at rate (0: closed loop) into the profile directory as
+// name, and returns pprof's top functions.
+func profileProxy(c config, s *servers, rate float64, name string) (string, error) {
 	secs := int(c.duration.Seconds()) + 1
 	pc := c
 	pc.duration = time.Duration(secs+1) * time.Second
 	var file string
-	_, err := during(pc, s, cell{viaProxy, 1 << 10, 64}, 0, func() (err error) {
-		file, err = fetchDebug(s, c.profile, "proxy-cpu.pprof", fmt.Sprintf("/profile?seconds=%d", secs))
+	_, err := during(pc, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
+		file, err = fetchDebug(s, c.profile, name, fmt.Sprintf("/profile?seconds=%d", secs))
 		return err
 	})
 	if err != nil {

@@ -52,8 +52,8 @@ func checkShape(c config, res *results, report string) error {
 		}
 	}
 	if c.profile != "" {
-		if t := res.HalfTrace; t == nil || t.Sched == "" {
-			bad("half load: no traced run, or its scheduler profile is empty")
+		if t := res.HalfTrace; t == nil || t.Sched == "" || res.HalfProfile == "" {
+			bad("half load: no traced run, its scheduler profile or the CPU profile is empty")
 		} else {
 			errs = append(errs, checkRun(t.Run)...)
 		}

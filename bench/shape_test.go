@@ -22,7 +22,7 @@ func wholeSmoke(c config) *results {
 		}
 		return h
 	}
-	r := &results{Profile: "top", IdleHeap: "top"}
+	r := &results{Profile: "top", IdleHeap: "top", HalfProfile: "top"}
 	for _, a := range apps {
 		for _, cl := range plan(a, c.smoke) {
 			r.HTTP = append(r.HTTP, run(a, cl))

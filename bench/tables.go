@@ -43,35 +43,24 @@ func dataTable(p printf, r *results, a app, c config) {
 // wayName labels the ways in tables.
 var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp", viaHop: "hop"}
 
-// halfTable writes the half-load rounds, their medians and the traced
-// run.
+// halfTable writes the half-load rounds and their medians, the proxy and
+// the app sharing one core.
 func halfTable(p printf, r *results, c config) {
 	p("\n### Latency at half load\n\nHalf of (b)'s median peak (fasthttp app, 64 connections, 1 KiB), paced open loop (latency counts from each "+
-		"request's scheduled time), %d alternating rounds; the target compares the medians of the rounds' p99. Two columns tell "+
+		"request's scheduled time), %d alternating rounds, the proxy and the app sharing CPU %d; the target reads the next table, "+
+		"where the proxy has a core of its own. Two columns tell "+
 		"a slow server from a disturbed run: *generator lag* is how late the load generator itself sent requests after their "+
 		"scheduled time (a lag near the p99 means the generator's core was taken, not that the server was slow), and *CPU "+
 		"pressure* is the share of the run in which some task on the machine waited for a CPU (`/proc/pressure/cpu`, the "+
-		"bench's own processes included).\n\n", c.rounds)
+		"bench's own processes included).\n\n", c.rounds, serverCPU)
 	p("| round | way | rate req/s | achieved req/s | p50 | p99 | generator lag p99 | CPU pressure |\n|---|---|---|---|---|---|---|---|\n")
-	row := func(round string, h httpRun) {
-		p("| %s | %s | %.0f | %.0f | %s | %s | %s | %s |\n", round, wayName[h.Way], h.Rate, h.Result.RPS, ms(h.Result.Latency.P50),
-			ms(h.Result.Latency.P99), ms(h.Result.Lag.P99), pressure(h.Stall))
-	}
 	for i, h := range r.Half {
-		row(fmt.Sprint(i/2+1), h)
+		p("| %d | %s | %.0f | %.0f | %s | %s | %s | %s |\n", i/2+1, wayName[h.Way], h.Rate, h.Result.RPS, ms(h.Result.Latency.P50),
+			ms(h.Result.Latency.P99), ms(h.Result.Lag.P99), pressure(h.Stall))
 	}
 	for _, w := range []way{direct, viaProxy} {
 		p("| median | %s | | | | %s | | |\n", wayName[w], ms(wayP99(r.Half, w).dur()))
 	}
-	t := r.HalfTrace
-	if t == nil {
-		return
-	}
-	row("traced", t.Run)
-	p("\nThe *traced* run is one more proxy run at the same rate, not among the rounds, with the proxy's execution trace "+
-		"recorded over its measured part (`%s`). How long the proxy's goroutines waited to run once runnable, from the trace "+
-		"(`go tool trace -pprof=sched`, then `go tool pprof -top`); while the kernel gives the proxy's thread to another process, "+
-		"the goroutines queued behind the running one wait and count here:\n\n```\n%s```\n", t.File, t.Sched)
 }
 
 // pressure formats a CPU pressure share.
