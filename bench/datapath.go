@@ -28,7 +28,7 @@ type servers struct {
 	appAddr, baseAddr, bareAddr    string
 	proxyAddr, peerAddr, crowdAddr string
 	wideAddr                       string
-	proxyDebug                     string
+	proxyDebug, peerDebug          string
 	cookies                        map[string]string // user -> Cookie header
 	crowdCookies                   []load.Session    // paths are /u/<user>
 }
@@ -62,7 +62,7 @@ func startServers(keys *node.Keys, a app) (*servers, error) {
 	if s.peer, err = startServer("proxy", proxySpec{Node: 1, App: s.appAddr, JWKS: keys.JWKS}, &out); err != nil {
 		return s, err
 	}
-	s.peerAddr = out.Addr
+	s.peerAddr, s.peerDebug = out.Addr, out.Debug
 	_, port, _ := net.SplitHostPort(s.peerAddr)
 	peerPort, _ := strconv.Atoi(port)
 	if s.proxy, err = startServer("proxy", proxySpec{Node: 0, App: s.appAddr, PeerPort: peerPort, JWKS: keys.JWKS}, &out); err != nil {

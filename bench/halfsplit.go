@@ -161,7 +161,7 @@ func traceHalf(c config, s *servers, rate float64) (halfTrace, error) {
 	secs := max(1, int(c.duration.Seconds()))
 	var t halfTrace
 	r, err := during(c, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
-		t.File, err = fetchDebug(s, c.profile, "proxy-half.trace", fmt.Sprintf("/trace?seconds=%d", secs))
+		t.File, err = fetchDebug(s.proxyDebug, c.profile, "proxy-half.trace", fmt.Sprintf("/trace?seconds=%d", secs))
 		return err
 	})
 	if err != nil {

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandgate/sandgate/bench/lifecycle"
@@ -52,6 +54,9 @@ type results struct {
 	LifecycleErr string
 	// Profile is the proxy's CPU profile summary (pprof -top).
 	Profile string
+	// HopProfiles are n1's and n2's CPU profile summaries in the hop
+	// cell at 64 connections, 1 KiB.
+	HopProfiles []string
 	// Pipeline is the node proxy's BenchmarkPipeline; nil without
 	// -pipeline.
 	Pipeline []pipelineStage
@@ -165,6 +170,10 @@ func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *resu
 		if res.Profile, err = profileProxy(c, s, 0, "proxy-cpu.pprof"); err != nil {
 			log.Warn("profile", "err", err)
 		}
+		log.Info("profile both proxies of the hop")
+		if res.HopProfiles, err = profileHop(c, s); err != nil {
+			log.Warn("hop profile", "err", err)
+		}
 	}
 	log.Info("streams")
 	return streams(ctx, c, s, res, log)
@@ -205,21 +214,21 @@ func fitSockets(want int, log *slog.Logger) (int, string) {
 // saveProfile fetches a profile from the proxy's debug port into dir/name
 // and returns pprof's top table of it with extra arguments.
 func saveProfile(s *servers, dir, name, path string, args ...string) (string, error) {
-	file, err := fetchDebug(s, dir, name, path)
+	file, err := fetchDebug(s.proxyDebug, dir, name, path)
 	if err != nil {
 		return "", err
 	}
 	return pprofTop(file, args...)
 }
 
-// fetchDebug saves what the proxy's debug port answers on path as
+// fetchDebug saves what the debug port at debug answers on path as
 // dir/name and returns the file's path.
-func fetchDebug(s *servers, dir, name, path string) (string, error) {
+func fetchDebug(debug, dir, name, path string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("make profile directory: %w", err)
 	}
 	file := filepath.Join(dir, name)
-	resp, err := http.Get("http://" + s.proxyDebug + path)
+	resp, err := http.Get("http://" + debug + path)
 	if err != nil {
 		return "", fmt.Errorf("fetch %s: %w", name, err)
 	}
@@ -277,25 +286,59 @@ func (s *servers) proxyMem() (proxyMemory, error) {
 
 // profileProxy records the proxy's CPU profile under 64 connections of
 // 1 KiB requests at rate (0: closed loop) into the profile directory as
-// name, and returns pprof's top functions.
+// name, and returns pprof's top functions, then by stage.
 func profileProxy(c config, s *servers, rate float64, name string) (string, error) {
+	tops, err := profileDuring(c, s, cell{viaProxy, 1 << 10, 64}, rate, map[string]string{s.proxyDebug: name})
+	return tops[name], err
+}
+
+// profileHop records the CPU profiles of both proxies of the hop, n1's and
+// n2's, under 64 connections of 1 KiB requests, and returns pprof's top
+// functions of each, then by stage.
+func profileHop(c config, s *servers) ([]string, error) {
+	names := []string{"hop-n1-cpu.pprof", "hop-n2-cpu.pprof"}
+	tops, err := profileDuring(c, s, cell{viaHop, 1 << 10, 64}, 0, map[string]string{s.proxyDebug: names[0], s.peerDebug: names[1]})
+	return []string{tops[names[0]], tops[names[1]]}, err
+}
+
+// profileDuring records the CPU profile of each debug port in names (the
+// file each is saved as) at once while cl runs at rate, and returns
+// pprof's top functions of each, then by stage, by file name.
+func profileDuring(c config, s *servers, cl cell, rate float64, names map[string]string) (map[string]string, error) {
 	secs := int(c.duration.Seconds()) + 1
 	pc := c
 	pc.duration = time.Duration(secs+1) * time.Second
-	var file string
-	_, err := during(pc, s, cell{viaProxy, 1 << 10, 64}, rate, func() (err error) {
-		file, err = fetchDebug(s, c.profile, name, fmt.Sprintf("/profile?seconds=%d", secs))
-		return err
+	files := map[string]string{}
+	var mu sync.Mutex
+	_, err := during(pc, s, cl, rate, func() error {
+		var g errgroup.Group
+		for debug, name := range names {
+			g.Go(func() error {
+				file, err := fetchDebug(debug, c.profile, name, fmt.Sprintf("/profile?seconds=%d", secs))
+				mu.Lock()
+				files[name] = file
+				mu.Unlock()
+				return err
+			})
+		}
+		return g.Wait()
 	})
+	tops := map[string]string{}
 	if err != nil {
-		return "", err
+		return tops, err
 	}
-	top, err := pprofTop(file, "-nodecount=20")
-	if err != nil {
-		return "", err
+	for name, file := range files {
+		top, err := pprofTop(file, "-nodecount=20")
+		if err != nil {
+			return tops, err
+		}
+		stages, err := pprofTop(file, "-cum", "-nodecount=30", "-show="+stageNodes)
+		if err != nil {
+			return tops, err
+		}
+		tops[name] = top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages
 	}
-	stages, err := pprofTop(file, "-cum", "-nodecount=30", "-show="+stageNodes)
-	return top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages, err
+	return tops, nil
 }
 
 // during runs cell c at rate (0: closed loop) and, once its warm-up is

@@ -62,6 +62,12 @@ func render(c config, r *results) string {
 		p("| %s | %d | %s | %s | %s | %s | %s |\n", kib(hc.Size), hc.Conns, rpsCell(h.rps()),
 			msCell(h.p50()), msCell(h.p99()), rpsCell(bb), ratioCell(h.rps().Med, bb.Med))
 	}
+	if len(r.HopProfiles) == 2 {
+		for i, node := range []string{"n1", "n2"} {
+			p("\n%s's proxy in one more hop run at 64 connections, 1 KiB, both profiled at once (`%s/hop-%s-cpu.pprof`; `go tool pprof -top`, then by stage):\n\n```\n%s```\n",
+				node, c.profile, node, trimProfile(r.HopProfiles[i]))
+		}
+	}
 
 	p("\n## 3. SSE\n\n%d events 5 ms apart; each event carries its send time, the delay is arrival minus send.\n\n", c.sseEvents)
 	streamTable(p, r.SSE)

@@ -52,6 +52,9 @@ func checkShape(c config, res *results, report string) error {
 		}
 	}
 	if c.profile != "" {
+		if len(res.HopProfiles) != 2 || res.HopProfiles[0] == "" || res.HopProfiles[1] == "" {
+			bad("hop: the two proxies' CPU profiles are missing")
+		}
 		if t := res.HalfTrace; t == nil || t.Sched == "" || res.HalfProfile == "" {
 			bad("half load: no traced run, its scheduler profile or the CPU profile is empty")
 		} else {

@@ -22,7 +22,7 @@ func wholeSmoke(c config) *results {
 		}
 		return h
 	}
-	r := &results{Profile: "top", IdleHeap: "top", HalfProfile: "top"}
+	r := &results{Profile: "top", IdleHeap: "top", HalfProfile: "top", HopProfiles: []string{"top", "top"}}
 	for _, a := range apps {
 		for _, cl := range plan(a, c.smoke) {
 			r.HTTP = append(r.HTTP, run(a, cl))
@@ -92,6 +92,7 @@ func TestCheckShapeFindsGaps(t *testing.T) {
 		{"no profile", func(r *results) string { r.Profile = ""; return "" }, "profiles"},
 		{"no generator lag", func(r *results) string { r.Half[0].Result.Lag.N = 0; return "" }, "generator lag of 0 requests"},
 		{"no trace", func(r *results) string { r.HalfTrace = nil; return "" }, "no traced run"},
+		{"no hop profile", func(r *results) string { r.HopProfiles = nil; return "" }, "two proxies' CPU profiles"},
 		{"split round missing", func(r *results) string { r.HalfSplit = r.HalfSplit[1:]; return "" }, "split layout: 1 peak and 2 half-load runs"},
 		{"split lag missing", func(r *results) string { r.HalfSplit[2].Result.Lag.N = 0; return "" }, "split half load proxy, GOMAXPROCS=2: generator lag"},
 		{"log not counted", func(r *results) string {
