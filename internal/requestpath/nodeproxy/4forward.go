@@ -192,9 +192,8 @@ func (fw *forwarder) bridge(ctx *fasthttp.RequestCtx, x *exchange, f forwarding)
 // moved reports a peer's answer that the sandbox went to another node, to
 // a request that can be sent again: one without a body.
 func moved(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) bool {
-	cl := ctx.Request.Header.ContentLength() // -2: neither Content-Length nor chunked
 	return resp.StatusCode() == fasthttp.StatusServiceUnavailable && len(resp.Header.Peek(movedHeader)) > 0 &&
-		(cl == 0 || cl == -2)
+		!hasBody(&ctx.Request.Header)
 }
 
 // toSandbox is the forward stage: resolve, then a hop to the pod's node,

@@ -86,7 +86,7 @@ func (a *answers) fail(ctx *fasthttp.RequestCtx, x *exchange, err error) {
 	if res.status == fasthttp.StatusUnauthorized {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="sandgate"`)
 	}
-	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
+	if hasBody(&ctx.Request.Header) {
 		// The body may be unread: do not leave it to be parsed as the
 		// next request.
 		closeAfterAnswer(ctx)

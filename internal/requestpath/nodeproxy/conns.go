@@ -132,11 +132,18 @@ func (c *clientConn) Close() error {
 // with unread data sends a reset that can destroy the answer in flight.
 func closeAfterAnswer(ctx *fasthttp.RequestCtx) {
 	ctx.SetConnectionClose()
-	if cl := ctx.Request.Header.ContentLength(); cl > 0 || cl == -1 {
+	if hasBody(&ctx.Request.Header) {
 		if c := clientConnOf(ctx); c != nil {
 			c.linger.Store(true)
 		}
 	}
+}
+
+// hasBody reports whether a request declares a body: a positive
+// Content-Length, or chunked (-1). fasthttp gives -2 for neither.
+func hasBody(h *fasthttp.RequestHeader) bool {
+	cl := h.ContentLength()
+	return cl > 0 || cl == -1
 }
 
 // clientConnOf is the tracked connection ctx arrived on, or nil when it
