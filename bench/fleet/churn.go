@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ func ParseChurn(s string) (Churn, error) {
 			continue
 		}
 		k, v, ok := strings.Cut(f, "=")
-		i := indexOf(churnKinds, strings.TrimSpace(k))
+		i := slices.Index(churnKinds, strings.TrimSpace(k))
 		if !ok || i < 0 || seen[churnKinds[i]] {
 			return Churn{}, fmt.Errorf("churn %q: want kind=rate pairs, each of %s at most once", s, strings.Join(churnKinds, ", "))
 		}
@@ -57,15 +58,6 @@ func ParseChurn(s string) (Churn, error) {
 // maxRate bounds one kind's rate: a change is one API call, made one at a
 // time.
 const maxRate = 1000
-
-func indexOf(xs []string, x string) int {
-	for i, v := range xs {
-		if v == x {
-			return i
-		}
-	}
-	return -1
-}
 
 // String is c in ParseChurn's form.
 func (c Churn) String() string {

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/sandgate/sandgate/bench/load"
 	"github.com/sandgate/sandgate/internal/accountpath/sweeper"
 	"github.com/sandgate/sandgate/internal/activity"
 )
@@ -58,6 +58,5 @@ func leaderCost(n, users int) (time.Duration, error) {
 		}
 		took[round] = time.Since(start)
 	}
-	slices.Sort(took)
-	return took[len(took)/2], nil
+	return load.Summarise(took).P50, nil
 }
