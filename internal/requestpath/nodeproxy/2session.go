@@ -228,10 +228,10 @@ func (s *sessions) auth(ctx *fasthttp.RequestCtx, x *exchange) (identity, inform
 	id, err := s.authenticate(cred, rules, x.route.user, entry, lookupErr, !x.hopIn, clientaddr.Key(x.client))
 	x.auth = id.method
 	if err != nil {
-		s.m.auth.WithLabelValues(id.method, "rejected").Inc()
+		s.m.countAuth(id.method, false)
 		return id, entry, err
 	}
-	s.m.auth.WithLabelValues(id.method, "ok").Inc()
+	s.m.countAuth(id.method, true)
 	x.renewed = id.setCookie != ""
 	holdSession(x, id, keySets)
 	return id, entry, nil

@@ -122,7 +122,7 @@ func (a *answers) finish(x *exchange) {
 	a.activity.end(x)
 	elapsed := time.Since(x.start)
 	a.m.observeRequest(x, elapsed)
-	a.m.requests.WithLabelValues(x.routeLabel(), codeClass(x.status)).Inc()
+	a.m.countRequest(x)
 	if a.successes != nil && plain(x) {
 		a.successes.add(x, elapsed)
 		return

@@ -53,13 +53,36 @@ type exchange struct {
 	upgraded bool
 }
 
-// routeLabel is the request's route for metrics and the access log.
-func (x *exchange) routeLabel() string {
+// Route slots past the route kinds: a request counts as one of these
+// when it became a WebSocket or came from a peer.
+const (
+	slotWebSocket = int(routeKinds) + iota
+	slotHopIn
+	routeSlots
+)
+
+// routeSlot is the request's route for metrics: its kind, or one of the
+// slots past the kinds.
+func (x *exchange) routeSlot() int {
 	switch {
 	case x.ws:
-		return routeWebSocket
+		return slotWebSocket
 	case x.hopIn:
+		return slotHopIn
+	}
+	return int(x.route.kind)
+}
+
+// slotLabel names a route slot.
+func slotLabel(slot int) string {
+	switch slot {
+	case slotWebSocket:
+		return routeWebSocket
+	case slotHopIn:
 		return routeHopIn
 	}
-	return x.route.kind.String()
+	return routeKind(slot).String()
 }
+
+// routeLabel is the request's route for metrics and the access log.
+func (x *exchange) routeLabel() string { return slotLabel(x.routeSlot()) }

@@ -1,6 +1,8 @@
 package nodeproxy
 
 import (
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +47,12 @@ type metrics struct {
 	durationOf    [routeKinds]prometheus.Observer
 	durationHopIn prometheus.Observer
 	// stageOf is stages' observers, resolved once.
-	stageOf       [stageCount]prometheus.Observer
+	stageOf [stageCount]prometheus.Observer
+	// requestOf is requests' counters by route slot and status class,
+	// and authOf auth's by method and result, each resolved on its first
+	// use.
+	requestOf     [routeSlots][len(statusClasses)]counterOnce
+	authOf        [len(authMethods)][len(authResults)]counterOnce
 	openStreams   prometheus.GaugeFunc
 	jwksRefreshed prometheus.GaugeFunc
 
@@ -156,17 +163,52 @@ func unixSeconds(f func() time.Time) float64 {
 	return float64(t.UnixNano()) / 1e9
 }
 
+// statusClasses are the status labels, by classOf.
+var statusClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// classOf is a status's index in statusClasses: below 200 counts as
+// 1xx, 500 and above as 5xx.
+func classOf(status int) int { return min(max(status/100, 1), 5) - 1 }
+
 // codeClass is the status label: "2xx", "4xx", ...
-func codeClass(status int) string {
-	switch {
-	case status < 200:
-		return "1xx"
-	case status < 300:
-		return "2xx"
-	case status < 400:
-		return "3xx"
-	case status < 500:
-		return "4xx"
+func codeClass(status int) string { return statusClasses[classOf(status)] }
+
+// countRequest counts a finished request by its route and status class.
+func (m *metrics) countRequest(x *exchange) {
+	slot, class := x.routeSlot(), classOf(x.status)
+	m.requestOf[slot][class].get(m.requests, slotLabel(slot), statusClasses[class]).Inc()
+}
+
+// authMethods are the authentication methods, and authResults the
+// results counted when a request is authenticated, for authOf.
+var (
+	authMethods = [...]string{methodCookie, methodBearer, methodNone}
+	authResults = [...]string{"rejected", "ok"}
+)
+
+// countAuth counts one authentication by method, one of authMethods
+// (authenticate names one on every path), and result.
+func (m *metrics) countAuth(method string, ok bool) {
+	result := 0
+	if ok {
+		result = 1
 	}
-	return "5xx"
+	m.authOf[slices.Index(authMethods[:], method)][result].get(m.auth, method, authResults[result]).Inc()
+}
+
+// counterOnce is one series of a two-label counter, looked up on its
+// first use (when WithLabelValues makes it, as it would each time) and
+// kept, so later uses skip the label hashing and the vector's lock.
+type counterOnce struct {
+	c atomic.Pointer[prometheus.Counter]
+}
+
+// get returns the series of vec for labels a and b.
+func (o *counterOnce) get(vec *prometheus.CounterVec, a, b string) prometheus.Counter {
+	if c := o.c.Load(); c != nil {
+		return *c
+	}
+	c := vec.WithLabelValues(a, b)
+	o.c.Store(&c)
+	return c
 }
