@@ -388,14 +388,27 @@ fuzz: ## fuzz every fuzz target for FUZZTIME each (not in make test, which runs 
 	done
 
 .PHONY: bench
-bench: controlplane ## measure the pipeline benchmark, data path, sessions, scale, growth and lifecycle into bench/RESULTS.md (about 11 min; not in make test)
+bench: controlplane $(TRAEFIK_STAMP) ## measure the pipeline benchmark, data path (with Traefik as way (e)), sessions, scale, growth and lifecycle into bench/RESULTS.md (about 12 min, and Traefik's build once; not in make test)
 	@echo ">> the node proxy's pipeline benchmark, in process (5 runs)"
 	@mkdir -p bench/out
 	$(GO) test -v -run '^$$' -bench Pipeline -benchmem -benchtime 20000x -count 5 ./internal/requestpath/nodeproxy > bench/out/pipeline.txt || { cat bench/out/pipeline.txt; exit 1; }
 	@grep 'pipeline:' bench/out/pipeline.txt | head -1
 	@echo ">> building the bench: servers run pinned to CPU 0, load generators to CPU 1 (taskset)"
 	$(GO_BUILD) -o bin/sandgate-bench ./bench
-	./bin/sandgate-bench -out bench/RESULTS.md -pipeline bench/out/pipeline.txt $(BENCH_FLAGS)
+	./bin/sandgate-bench -out bench/RESULTS.md -pipeline bench/out/pipeline.txt -traefik $(BIN_DIR)/traefik $(BENCH_FLAGS)
+
+# Traefik, the production proxy make bench measures as way (e); make test
+# never builds it (15 CPU-minutes, 3 GB of memory).
+TRAEFIK_VERSION := $(call modver,tools/traefik/go.mod,github.com/traefik/traefik/v3)
+TRAEFIK_STAMP   := $(BIN_DIR)/.traefik-$(call sumof,tools/traefik/go.sum)
+
+$(TRAEFIK_STAMP):
+	@mkdir -p $(BIN_DIR)
+	@echo ">> building Traefik $(TRAEFIK_VERSION) into $(BIN_DIR) for the bench's way (e) (once; about 15 CPU-minutes and 3 GB of memory)"
+	cd tools/traefik && $(GO_BUILD) \
+	  -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$(TRAEFIK_VERSION)" \
+	  -o $(BIN_DIR)/traefik github.com/traefik/traefik/v3/cmd/traefik
+	@touch $@
 
 .PHONY: bench-fleet
 FLEET_FLAGS ?=

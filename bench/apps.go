@@ -45,25 +45,35 @@ type cell struct {
 // plan lists the closed-loop cells measured against a: the matrix of
 // (a)-(d), the hop (fasthttp app only) and the many-users run; smoke takes
 // each way once at 64 connections.
-func plan(a app, smoke bool) []cell {
+func plan(a app, c config) []cell {
 	conns := []int{1, 16, 64}
-	if smoke {
+	if c.smoke {
 		conns = []int{64}
 	}
 	var cells []cell
 	for _, size := range a.Sizes {
 		for _, n := range conns {
-			for _, w := range []way{direct, viaProxy, viaBase, viaBare} {
+			for _, w := range c.frontWays() {
 				cells = append(cells, cell{w, size, n})
 			}
 		}
 	}
 	if a.Role == fastApp.Role {
-		for _, c := range hopCells(smoke) {
-			cells = append(cells, cell{viaHop, c.Size, c.Conns})
+		for _, h := range hopCells(c.smoke) {
+			cells = append(cells, cell{viaHop, h.Size, h.Conns})
 		}
 	}
 	return append(cells, cell{viaCrowd, a.Sizes[0], 64})
+}
+
+// frontWays are the ways the data table compares: (a) to (d), and (e)
+// when the bench was given Traefik.
+func (c config) frontWays() []way {
+	ways := []way{direct, viaProxy, viaBase, viaBare}
+	if c.traefik != "" {
+		ways = append(ways, viaTraefik)
+	}
+	return ways
 }
 
 // hopCells are the cross-node hop's settings.

@@ -23,10 +23,13 @@ const (
 
 // child is one running part of the bench.
 type child struct {
-	role  string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Scanner
+	role string
+	// served is the pid of the process that serves, when the role runs
+	// it as a child of its own (served.Pid); 0 when the role serves.
+	served int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *bufio.Scanner
 }
 
 // spawn starts the bench binary as role, pinned to cpu (with
@@ -85,8 +88,14 @@ func (c *child) read(v any) error {
 	return nil
 }
 
-// pid is the child's process id; taskset execs the bench in place.
-func (c *child) pid() int { return c.cmd.Process.Pid }
+// pid is the serving process's id: the child's (taskset execs the bench
+// in place), or the one it runs and reported.
+func (c *child) pid() int {
+	if c.served != 0 {
+		return c.served
+	}
+	return c.cmd.Process.Pid
+}
 
 // stop tells the child to end (its stdin closes) and waits for it.
 func (c *child) stop() error {

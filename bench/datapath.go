@@ -23,20 +23,22 @@ const host = "gateway.example"
 type servers struct {
 	app                            app
 	appProc, baseline, bare        *child
+	traefik                        *child // way (e), when the bench was given Traefik
 	proxy, peer, crowd             *child // n1's proxy (clients enter here), n2's, n1's for the many-users run
 	wide                           *child // n1's proxy at GOMAXPROCS=2, in the split layout only
 	appAddr, baseAddr, bareAddr    string
 	proxyAddr, peerAddr, crowdAddr string
-	wideAddr                       string
+	wideAddr, traefikAddr          string
 	proxyDebug, peerDebug          string
+	bareDebug                      string
 	cookies                        map[string]string // user -> Cookie header
 	crowdCookies                   []load.Session    // paths are /u/<user>
 }
 
 // startServers starts a's app, n2's proxy, n1's proxy (hopping to n2 for
-// bob), n1's many-users proxy, the baseline and the bare proxy, all on
-// serverCPU.
-func startServers(keys *node.Keys, a app) (*servers, error) {
+// bob), n1's many-users proxy, the baseline, the bare proxy and, when
+// traefik names its binary, Traefik, all on serverCPU.
+func startServers(keys *node.Keys, a app, traefik string) (*servers, error) {
 	s := &servers{app: a, cookies: map[string]string{}}
 	for _, u := range users {
 		tok, err := keys.Session(u)
@@ -80,7 +82,14 @@ func startServers(keys *node.Keys, a app) (*servers, error) {
 	if s.bare, err = startServer("bare", s.appAddr, &out); err != nil {
 		return s, err
 	}
-	s.bareAddr = out.Addr
+	s.bareAddr, s.bareDebug = out.Addr, out.Debug
+	if traefik == "" {
+		return s, nil
+	}
+	if s.traefik, err = startServer("traefik", traefikSpec{Binary: traefik, App: s.appAddr, Probe: a.path(a.Sizes[0])}, &out); err != nil {
+		return s, err
+	}
+	s.traefikAddr = out.Addr
 	return s, nil
 }
 
@@ -98,6 +107,7 @@ func startServerOn(role string, spec any, cpu int, out *served) (*child, error) 
 	if err := c.read(out); err != nil {
 		return nil, err
 	}
+	c.served = out.Pid
 	return c, nil
 }
 
@@ -105,7 +115,7 @@ func startServerOn(role string, spec any, cpu int, out *served) (*child, error) 
 // time is reported under.
 func (s *servers) procs() map[string]*child {
 	m := map[string]*child{}
-	for name, c := range map[string]*child{"app": s.appProc, "proxy": s.proxy, "peer": s.peer, "crowd": s.crowd, "baseline": s.baseline, "bare": s.bare, "wide": s.wide} {
+	for name, c := range map[string]*child{"app": s.appProc, "proxy": s.proxy, "peer": s.peer, "crowd": s.crowd, "baseline": s.baseline, "bare": s.bare, "wide": s.wide, "traefik": s.traefik} {
 		if c != nil {
 			m[name] = c
 		}
@@ -115,7 +125,7 @@ func (s *servers) procs() map[string]*child {
 
 // stop ends every server.
 func (s *servers) stop() {
-	for _, c := range []*child{s.bare, s.baseline, s.crowd, s.wide, s.proxy, s.peer, s.appProc} {
+	for _, c := range []*child{s.traefik, s.bare, s.baseline, s.crowd, s.wide, s.proxy, s.peer, s.appProc} {
 		if c != nil {
 			_ = c.stop()
 		}
@@ -125,22 +135,23 @@ func (s *servers) stop() {
 // way is one way to the app.
 type way string
 
-// The ways to the app: (a)-(d), the hop and the many-users run.
+// The ways to the app: (a)-(e), the hop and the many-users run.
 const (
-	direct    way = "direct"
-	viaProxy  way = "proxy"
-	viaBase   way = "baseline"
-	viaBare   way = "bare"
-	viaHop    way = "hop"
-	viaCrowd  way = "many users"
-	viaWide   way = "proxy, GOMAXPROCS=2"
-	userLocal     = "alice"
-	userHop       = "bob"
+	direct     way = "direct"
+	viaProxy   way = "proxy"
+	viaBase    way = "baseline"
+	viaBare    way = "bare"
+	viaTraefik way = "traefik"
+	viaHop     way = "hop"
+	viaCrowd   way = "many users"
+	viaWide    way = "proxy, GOMAXPROCS=2"
+	userLocal      = "alice"
+	userHop        = "bob"
 )
 
 // servedBy are the server processes a request by each way goes through.
 var servedBy = map[way][]string{
-	direct: {"app"}, viaProxy: {"proxy", "app"}, viaBase: {"baseline", "app"}, viaBare: {"bare", "app"},
+	direct: {"app"}, viaProxy: {"proxy", "app"}, viaBase: {"baseline", "app"}, viaBare: {"bare", "app"}, viaTraefik: {"traefik", "app"},
 	viaHop: {"proxy", "peer", "app"}, viaCrowd: {"crowd", "app"}, viaWide: {"wide", "app"},
 }
 
@@ -157,6 +168,8 @@ func (s *servers) target(w way, path string) load.Target {
 		return load.Target{Addr: s.baseAddr, Path: "/u/" + userLocal + path, Host: host}
 	case viaBare:
 		return load.Target{Addr: s.bareAddr, Path: "/u/" + userLocal + path, Host: host}
+	case viaTraefik:
+		return load.Target{Addr: s.traefikAddr, Path: "/u/" + userLocal + path, Host: host}
 	case viaCrowd:
 		t := load.Target{Addr: s.crowdAddr, Host: host}
 		for _, c := range s.crowdCookies {
@@ -176,6 +189,9 @@ type httpRun struct {
 	// CPU is each server's CPU time per request (warm-up included), by
 	// role: app, proxy (n1), peer (n2), crowd, baseline, bare.
 	CPU map[string]time.Duration `json:"cpu"`
+	// Syscalls is each server's read and write system calls per request
+	// (warm-up included), by role as CPU.
+	Syscalls map[string]float64 `json:"syscalls"`
 	// Stall is the share of the run's wall time in which some task on
 	// the machine waited for a CPU (/proc/pressure/cpu): other work's
 	// noise; -1 when the kernel does not report it.
@@ -197,8 +213,10 @@ func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
 	r := httpRun{App: s.app.Name, cell: c, Rate: rate}
 	procs := s.procs()
 	before := map[string]time.Duration{}
+	calls0 := map[string]int64{}
 	for name, p := range procs {
 		before[name], _ = procstat.CPU(p.pid())
+		calls0[name], _ = procstat.Syscalls(p.pid())
 	}
 	logged0, lerr := s.logCount(c.Way)
 	stall0, serr := procstat.CPUStall()
@@ -212,10 +230,16 @@ func (s *servers) runHTTP(cfg config, c cell, rate float64) (httpRun, error) {
 		n := float64(r.Result.Total)
 		r.Logged = &perRequest{Lines: float64(logged1.Lines-logged0.Lines) / n, Bytes: float64(logged1.Bytes-logged0.Bytes) / n}
 	}
-	r.CPU = map[string]time.Duration{}
+	r.CPU, r.Syscalls = map[string]time.Duration{}, map[string]float64{}
 	for name, p := range procs {
-		if after, cerr := procstat.CPU(p.pid()); cerr == nil && r.Result.Total > 0 {
+		if r.Result.Total == 0 {
+			break
+		}
+		if after, cerr := procstat.CPU(p.pid()); cerr == nil {
 			r.CPU[name] = (after - before[name]) / time.Duration(r.Result.Total)
+		}
+		if calls, cerr := procstat.Syscalls(p.pid()); cerr == nil {
+			r.Syscalls[name] = float64(calls-calls0[name]) / float64(r.Result.Total)
 		}
 	}
 	if err == nil && r.Result.Errors > 0 {
@@ -248,7 +272,7 @@ func dataPath(ctx context.Context, cfg config, s *servers, res *results, log *sl
 	// Rounds interleave so that a burst of other work on the machine
 	// hits every way alike; the report takes each cell's median.
 	for round := range cfg.rounds {
-		for _, c := range plan(s.app, cfg.smoke) {
+		for _, c := range plan(s.app, cfg) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

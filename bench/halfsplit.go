@@ -19,6 +19,8 @@ import (
 // clientCPU (the generator on the app's core for every way), n1's proxy
 // has serverCPU to itself at GOMAXPROCS=1, and a second n1 proxy (wide)
 // runs unpinned at GOMAXPROCS=2, as one given the machine's two cores.
+// The bare proxy (d) has serverCPU too, at the same rate: what any proxy
+// on that library adds, beside what ours does.
 
 // startSplit starts the split layout's app and proxies for a; peerPort is
 // n2's, which the proxies need and alice's requests never use.
@@ -39,12 +41,17 @@ func startSplit(keys *node.Keys, a app, cookies map[string]string, peerPort int)
 		return s, err
 	}
 	s.wideAddr = out.Addr
+	if s.bare, err = startServerOn("bare", s.appAddr, serverCPU, &out); err != nil {
+		return s, err
+	}
+	s.bareAddr = out.Addr
 	return s, nil
 }
 
 // halfSplit measures (b)'s peak in the split layout (closed loop, 64
 // connections, 1 KiB, one run per round), then the half-load rounds at
-// half of it: direct, the pinned proxy and the wide one, alternating.
+// half of it: direct, the pinned proxy, the wide one and the bare proxy,
+// alternating.
 func halfSplit(ctx context.Context, cfg config, keys *node.Keys, shared *servers, res *results, log *slog.Logger) error {
 	_, port, _ := net.SplitHostPort(shared.peerAddr)
 	peerPort, _ := strconv.Atoi(port)
@@ -96,7 +103,7 @@ func halfSplit(ctx context.Context, cfg config, keys *node.Keys, shared *servers
 }
 
 // splitWays are the split layout's half-load ways, in each round's order.
-var splitWays = []way{direct, viaProxy, viaWide}
+var splitWays = []way{direct, viaProxy, viaWide, viaBare}
 
 // splitAdded is the p99 a proxy way adds to direct in the split layout.
 func (r *results) splitAdded(w way) time.Duration {
@@ -111,9 +118,10 @@ func splitTable(p printf, r *results, c config) {
 	peak := rounds(r.SplitPeak).rps()
 	p("\n### Latency at half load, the proxy on its own core\n\nThe same pair as a deployment runs it: the app and the load "+
 		"generator on CPU %d (the generator on the app's core for every way), n1's proxy alone on CPU %d at GOMAXPROCS=1, and "+
-		"a second n1 proxy unpinned at GOMAXPROCS=2 (*wide*). The rate is half of (b)'s median peak in this layout, %.0f req/s "+
+		"a second n1 proxy unpinned at GOMAXPROCS=2 (*wide*); the bare proxy (d) has CPU %d to itself as (b) has, at the same "+
+		"rate, to tell what any proxy on fasthttp adds from what ours does. The rate is half of (b)'s median peak in this layout, %.0f req/s "+
 		"(%.0f-%.0f over %d closed-loop rounds, 64 connections, 1 KiB); %d alternating rounds. *proxy CPU* is the proxy's CPU "+
-		"time per request.\n\n", clientCPU, serverCPU, peak.Med, peak.Min, peak.Max, len(r.SplitPeak), c.rounds)
+		"time per request.\n\n", clientCPU, serverCPU, serverCPU, peak.Med, peak.Min, peak.Max, len(r.SplitPeak), c.rounds)
 	p("| round | way | rate req/s | achieved req/s | p50 | p99 | generator lag p99 | CPU pressure | proxy CPU |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, h := range r.HalfSplit {
 		cpu := "-"
@@ -144,7 +152,7 @@ func splitTable(p printf, r *results, c config) {
 }
 
 // splitName labels the split layout's ways.
-var splitName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaWide: "(b) wide"}
+var splitName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaWide: "(b) wide", viaBare: "(d) bare fasthttp"}
 
 // halfTrace is one more proxy run at half load with the proxy's execution
 // trace recorded over its measured part; it is not one of the rounds.

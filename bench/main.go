@@ -35,6 +35,8 @@ type config struct {
 	smoke bool
 	// pipeline is the output of the node proxy's BenchmarkPipeline, or "".
 	pipeline string
+	// traefik is the Traefik binary measured as way (e), or "".
+	traefik string
 	// rounds of every load cell; sseEvents per SSE stream; scaleUsers of
 	// the scale table; growthPods of the growth table.
 	rounds     int
@@ -73,6 +75,7 @@ func main() {
 	flag.IntVar(&c.wsIdle, "ws-idle", 10000, "idle WebSockets to bridge for the memory figure")
 	flag.BoolVar(&c.lifecycle, "lifecycle", true, "measure signup, wake and suspend on a real API server")
 	flag.StringVar(&c.profile, "profile", "bench/out", "directory for the proxy's CPU profile; empty skips profiling")
+	flag.StringVar(&c.traefik, "traefik", "", "the Traefik binary to measure as way (e), a production proxy in front of the same app (make bench builds it from tools/traefik); empty leaves (e) out")
 	flag.StringVar(&c.pipeline, "pipeline", "", "output of go test -bench Pipeline -benchmem -count N ./internal/requestpath/nodeproxy, reported beside the rest (make bench writes it)")
 	var fc fleetConfig
 	flag.StringVar(&fc.out, "fleet", "", "measure only the fleet of node proxies against one API server, and write its table here")

@@ -52,8 +52,11 @@ type results struct {
 	// Lifecycle is nil when skipped; LifecycleErr says why it failed.
 	Lifecycle    *lifecycle.Result
 	LifecycleErr string
-	// Profile is the proxy's CPU profile summary (pprof -top).
-	Profile string
+	// Profile is the proxy's CPU profile summary (pprof -top), and
+	// BareProfile the bare proxy's (d) in the same cell; Gap sets the
+	// two apart per request.
+	Profile, BareProfile string
+	Gap                  *cpuGap
 	// HopProfiles are n1's and n2's CPU profile summaries in the hop
 	// cell at 64 connections, 1 KiB.
 	HopProfiles []string
@@ -149,7 +152,7 @@ func orchestrate(ctx context.Context, c config, log *slog.Logger) error {
 // measureApp measures every way to a, and for the fasthttp app also the
 // proxy's profile and the streams.
 func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *results, log *slog.Logger) error {
-	s, err := startServers(keys, a)
+	s, err := startServers(keys, a, c.traefik)
 	if s != nil {
 		defer s.stop()
 	}
@@ -167,7 +170,7 @@ func measureApp(ctx context.Context, c config, keys *node.Keys, a app, res *resu
 	}
 	if c.profile != "" {
 		log.Info("profile the proxy")
-		if res.Profile, err = profileProxy(c, s, 0, "proxy-cpu.pprof"); err != nil {
+		if res.Profile, res.BareProfile, res.Gap, err = profileGap(c, s); err != nil {
 			log.Warn("profile", "err", err)
 		}
 		log.Info("profile both proxies of the hop")
@@ -288,7 +291,7 @@ func (s *servers) proxyMem() (proxyMemory, error) {
 // 1 KiB requests at rate (0: closed loop) into the profile directory as
 // name, and returns pprof's top functions, then by stage.
 func profileProxy(c config, s *servers, rate float64, name string) (string, error) {
-	tops, err := profileDuring(c, s, cell{viaProxy, 1 << 10, 64}, rate, map[string]string{s.proxyDebug: name})
+	tops, _, err := profileDuring(c, s, cell{viaProxy, 1 << 10, 64}, rate, map[string]string{s.proxyDebug: name})
 	return tops[name], err
 }
 
@@ -297,20 +300,21 @@ func profileProxy(c config, s *servers, rate float64, name string) (string, erro
 // functions of each, then by stage.
 func profileHop(c config, s *servers) ([]string, error) {
 	names := []string{"hop-n1-cpu.pprof", "hop-n2-cpu.pprof"}
-	tops, err := profileDuring(c, s, cell{viaHop, 1 << 10, 64}, 0, map[string]string{s.proxyDebug: names[0], s.peerDebug: names[1]})
+	tops, _, err := profileDuring(c, s, cell{viaHop, 1 << 10, 64}, 0, map[string]string{s.proxyDebug: names[0], s.peerDebug: names[1]})
 	return []string{tops[names[0]], tops[names[1]]}, err
 }
 
 // profileDuring records the CPU profile of each debug port in names (the
 // file each is saved as) at once while cl runs at rate, and returns
-// pprof's top functions of each, then by stage, by file name.
-func profileDuring(c config, s *servers, cl cell, rate float64, names map[string]string) (map[string]string, error) {
+// pprof's top functions of each, then by stage, by file name, and the
+// profiled run.
+func profileDuring(c config, s *servers, cl cell, rate float64, names map[string]string) (map[string]string, httpRun, error) {
 	secs := int(c.duration.Seconds()) + 1
 	pc := c
 	pc.duration = time.Duration(secs+1) * time.Second
 	files := map[string]string{}
 	var mu sync.Mutex
-	_, err := during(pc, s, cl, rate, func() error {
+	run, err := during(pc, s, cl, rate, func() error {
 		var g errgroup.Group
 		for debug, name := range names {
 			g.Go(func() error {
@@ -325,20 +329,20 @@ func profileDuring(c config, s *servers, cl cell, rate float64, names map[string
 	})
 	tops := map[string]string{}
 	if err != nil {
-		return tops, err
+		return tops, run, err
 	}
 	for name, file := range files {
 		top, err := pprofTop(file, "-nodecount=20")
 		if err != nil {
-			return tops, err
+			return tops, run, err
 		}
 		stages, err := pprofTop(file, "-cum", "-nodecount=30", "-show="+stageNodes)
 		if err != nil {
-			return tops, err
+			return tops, run, err
 		}
 		tops[name] = top + "\nBy stage (-cum, only nodeproxy, syscalls, slog, time.Now, malloc, jwt, informer):\n\n" + stages
 	}
-	return tops, nil
+	return tops, run, nil
 }
 
 // during runs cell c at rate (0: closed loop) and, once its warm-up is

@@ -136,6 +136,12 @@ func render(c config, r *results) string {
 	if r.Profile != "" {
 		p("\n## Proxy CPU profile\n\nn1's proxy under 64 connections of 1 KiB requests (`go tool pprof -top`, then by stage; the profile is in `%s/proxy-cpu.pprof`).\n\n```\n%s```\n", c.profile, trimProfile(r.Profile))
 	}
+	if r.Gap != nil {
+		gapTable(p, r.Gap)
+	}
+	if r.BareProfile != "" {
+		p("\nThe bare proxy (d) in the same cell, right after (`%s/bare-cpu.pprof`):\n\n```\n%s```\n", c.profile, trimProfile(r.BareProfile))
+	}
 	p("\nWhat these figures mean is in [FINDINGS.md](FINDINGS.md), written by hand from a run it names and dates.\n")
 	return b.String()
 }

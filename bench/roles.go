@@ -35,6 +35,9 @@ var (
 type served struct {
 	Addr  string `json:"addr"`
 	Debug string `json:"debug,omitempty"`
+	// Pid, when set, is the process that serves, a child of the role's:
+	// the one whose CPU the bench measures.
+	Pid int `json:"pid,omitempty"`
 }
 
 // proxySpec configures the proxy role.
@@ -82,6 +85,8 @@ func runRole(ctx context.Context, role, spec string) error {
 		return withSpec(spec, serveBaseline)
 	case "bare":
 		return withSpec(spec, serveBare)
+	case "traefik":
+		return withSpec(spec, func(s traefikSpec) error { return serveTraefik(ctx, s) })
 	case "proxy":
 		return withSpec(spec, func(s proxySpec) error { return serveProxy(ctx, s) })
 	case "http":
@@ -201,7 +206,11 @@ func serveBare(app string) error {
 	}
 	srv := bare.New(app, nil)
 	go srv.Serve(ln)
-	if err := emit(served{Addr: ln.Addr().String()}); err != nil {
+	dbg, err := serveDebug()
+	if err != nil {
+		return err
+	}
+	if err := emit(served{Addr: ln.Addr().String(), Debug: dbg}); err != nil {
 		return err
 	}
 	waitParent()

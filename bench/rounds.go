@@ -52,5 +52,11 @@ func (rs rounds) cpu(role string) spread {
 	return rs.of(func(h httpRun) float64 { return float64(h.CPU[role]) })
 }
 
+// syscalls is role's read and write system calls per request over the
+// rounds.
+func (rs rounds) syscalls(role string) spread {
+	return rs.of(func(h httpRun) float64 { return h.Syscalls[role] })
+}
+
 // dur turns a spread's median in ns back into a duration.
 func (s spread) dur() time.Duration { return time.Duration(s.Med) }

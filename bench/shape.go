@@ -18,7 +18,7 @@ func checkShape(c config, res *results, report string) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, a := range apps {
-		for _, cl := range plan(a, c.smoke) {
+		for _, cl := range plan(a, c) {
 			rs := res.runs(a, cl)
 			if len(rs) != c.rounds {
 				bad("%s %s %dB x%d: %d rounds, want %d", a.Name, cl.Way, cl.Size, cl.Conns, len(rs), c.rounds)
@@ -88,8 +88,11 @@ func checkShape(c config, res *results, report string) error {
 	if c.lifecycle && (res.Lifecycle == nil || res.Lifecycle.Signup.N+res.Lifecycle.Answered.N == 0 || res.Lifecycle.WakeOverhead.N == 0) {
 		bad("lifecycle: no figures (%s)", res.LifecycleErr)
 	}
-	if c.profile != "" && (res.Profile == "" || res.IdleHeap == "") {
-		bad("profiles: CPU %d bytes, heap %d bytes of pprof output", len(res.Profile), len(res.IdleHeap))
+	if c.profile != "" && (res.Profile == "" || res.BareProfile == "" || res.IdleHeap == "") {
+		bad("profiles: CPU %d and %d bytes, heap %d bytes of pprof output", len(res.Profile), len(res.BareProfile), len(res.IdleHeap))
+	}
+	if g := res.Gap; c.profile != "" && (g == nil || g.Proxy.PerRequest <= 0 || g.Bare.PerRequest <= 0 || g.Proxy.Syscalls <= 0 || g.Bare.Syscalls <= 0) {
+		bad("the CPU gap of (b) and (d): %+v", g)
 	}
 	if m := notANumber.FindString(report); m != "" {
 		bad("the report prints %s", m)

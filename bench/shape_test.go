@@ -22,9 +22,10 @@ func wholeSmoke(c config) *results {
 		}
 		return h
 	}
-	r := &results{Profile: "top", IdleHeap: "top", HalfProfile: "top", HopProfiles: []string{"top", "top"}}
+	r := &results{Profile: "top", BareProfile: "top", IdleHeap: "top", HalfProfile: "top", HopProfiles: []string{"top", "top"},
+		Gap: &cpuGap{Proxy: cpuSplit{PerRequest: 40 * time.Microsecond, Syscalls: 0.5}, Bare: cpuSplit{PerRequest: 30 * time.Microsecond, Syscalls: 0.7}}}
 	for _, a := range apps {
-		for _, cl := range plan(a, c.smoke) {
+		for _, cl := range plan(a, c) {
 			r.HTTP = append(r.HTTP, run(a, cl))
 		}
 	}
@@ -67,6 +68,30 @@ func TestCheckShapePassesWholeResults(t *testing.T) {
 	}
 }
 
+func TestTraefikWayInTheShape(t *testing.T) {
+	c := config{smoke: true, traefik: "traefik"}.smoked()
+	r := wholeSmoke(c)
+	if err := checkShape(c, r, ""); err != nil {
+		t.Fatalf("checkShape with (e): %v", err)
+	}
+	var kept []httpRun
+	for _, h := range r.HTTP {
+		if h.Way != viaTraefik {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) == len(r.HTTP) {
+		t.Fatal("the plan has no (e) cell with -traefik set")
+	}
+	r.HTTP = kept
+	if err := checkShape(c, r, ""); err == nil || !strings.Contains(err.Error(), "traefik 1024B x64: 0 rounds") {
+		t.Errorf("checkShape without (e)'s runs = %v, want its missing rounds named", err)
+	}
+	if report := render(c, wholeSmoke(c)); !strings.Contains(report, "| (e) Traefik |") || !strings.Contains(report, "CPU b/e") {
+		t.Error("the report has no (e) row or no ratio against it")
+	}
+}
+
 func TestCheckShapeFindsGaps(t *testing.T) {
 	c := config{smoke: true, profile: "dir"}.smoked()
 	for _, tc := range []struct {
@@ -93,7 +118,9 @@ func TestCheckShapeFindsGaps(t *testing.T) {
 		{"no generator lag", func(r *results) string { r.Half[0].Result.Lag.N = 0; return "" }, "generator lag of 0 requests"},
 		{"no trace", func(r *results) string { r.HalfTrace = nil; return "" }, "no traced run"},
 		{"no hop profile", func(r *results) string { r.HopProfiles = nil; return "" }, "two proxies' CPU profiles"},
-		{"split round missing", func(r *results) string { r.HalfSplit = r.HalfSplit[1:]; return "" }, "split layout: 1 peak and 2 half-load runs"},
+		{"split round missing", func(r *results) string { r.HalfSplit = r.HalfSplit[1:]; return "" }, "split layout: 1 peak and 3 half-load runs"},
+		{"no bare profile", func(r *results) string { r.BareProfile = ""; return "" }, "profiles: CPU 3 and 0 bytes"},
+		{"no gap", func(r *results) string { r.Gap.Bare.Syscalls = 0; return "" }, "the CPU gap of (b) and (d)"},
 		{"split lag missing", func(r *results) string { r.HalfSplit[2].Result.Lag.N = 0; return "" }, "split half load proxy, GOMAXPROCS=2: generator lag"},
 		{"log not counted", func(r *results) string {
 			for i := range r.HTTP {

@@ -10,38 +10,50 @@ import (
 
 // dataTable writes app a's ways (a)-(d) and their ratios.
 func dataTable(p printf, r *results, a app, c config) {
-	p("\n### %s app\n\n| way | body | conns | req/s | p50 | p99 | CPU per request: front server | app |\n|---|---|---|---|---|---|---|---|\n", a.Name)
+	p("\n### %s app\n\n| way | body | conns | req/s | p50 | p99 | CPU per request: front server | app | system calls per request: front server |\n|---|---|---|---|---|---|---|---|---|\n", a.Name)
 	matrix := func(each func(size, conns int)) {
-		for _, cl := range plan(a, c.smoke) {
+		for _, cl := range plan(a, c) {
 			if cl.Way == direct {
 				each(cl.Size, cl.Conns)
 			}
 		}
 	}
 	matrix(func(size, conns int) {
-		for _, w := range []way{direct, viaProxy, viaBase, viaBare} {
+		for _, w := range c.frontWays() {
 			rs := r.runs(a, cell{w, size, conns})
-			front := "-"
+			front, calls := "-", "-"
 			if w != direct {
-				front = usCell(rs.cpu(servedBy[w][0]))
+				front, calls = usCell(rs.cpu(servedBy[w][0])), countCell(rs.syscalls(servedBy[w][0]))
 			}
-			p("| %s | %s | %d | %s | %s | %s | %s | %s |\n", wayName[w], kib(size), conns, rpsCell(rs.rps()),
-				msCell(rs.p50()), msCell(rs.p99()), front, usCell(rs.cpu("app")))
+			p("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", wayName[w], kib(size), conns, rpsCell(rs.rps()),
+				msCell(rs.p50()), msCell(rs.p99()), front, usCell(rs.cpu("app")), calls)
 		}
 	})
+	e := c.traefik != ""
 	p("\nRatios of the medians (throughput, then the front server's CPU per request):\n\n")
-	p("| body | conns | b/a | b/c | b/d | CPU b/d | CPU b/c |\n|---|---|---|---|---|---|---|\n")
+	if e {
+		p("| body | conns | b/a | b/c | b/d | b/e | CPU b/d | CPU b/c | CPU b/e |\n|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		p("| body | conns | b/a | b/c | b/d | CPU b/d | CPU b/c |\n|---|---|---|---|---|---|---|\n")
+	}
 	matrix(func(size, conns int) {
 		get := func(w way) rounds { return r.runs(a, cell{w, size, conns}) }
 		ra, rb, rc, rd := get(direct), get(viaProxy), get(viaBase), get(viaBare)
-		p("| %s | %d | %s | %s | %s | %s | %s |\n", kib(size), conns,
-			ratioCell(rb.rps().Med, ra.rps().Med), ratioCell(rb.rps().Med, rc.rps().Med), ratioCell(rb.rps().Med, rd.rps().Med),
-			ratioCell(rb.cpu("proxy").Med, rd.cpu("bare").Med), ratioCell(rb.cpu("proxy").Med, rc.cpu("baseline").Med))
+		rps, cpu := func(x rounds) string { return ratioCell(rb.rps().Med, x.rps().Med) }, func(x rounds, role string) string {
+			return ratioCell(rb.cpu("proxy").Med, x.cpu(role).Med)
+		}
+		if e {
+			re := get(viaTraefik)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", kib(size), conns, rps(ra), rps(rc), rps(rd), rps(re),
+				cpu(rd, "bare"), cpu(rc, "baseline"), cpu(re, "traefik"))
+			return
+		}
+		p("| %s | %d | %s | %s | %s | %s | %s |\n", kib(size), conns, rps(ra), rps(rc), rps(rd), cpu(rd, "bare"), cpu(rc, "baseline"))
 	})
 }
 
 // wayName labels the ways in tables.
-var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp", viaHop: "hop"}
+var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp", viaTraefik: "(e) Traefik", viaHop: "hop"}
 
 // halfTable writes the half-load rounds and their medians, the proxy and
 // the app sharing one core.
@@ -81,7 +93,7 @@ func crowdTable(p printf, r *results, c config) {
 		logLinesBefore+1+logLinesAfter, logLinesAfter+1)
 	p("| app | body | conns | req/s | p50 | p99 | proxy CPU per request | (b) req/s | many/(b) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, a := range apps {
-		for _, cl := range plan(a, c.smoke) {
+		for _, cl := range plan(a, c) {
 			if cl.Way != viaCrowd {
 				continue
 			}
@@ -159,6 +171,11 @@ func msCell(s spread) string {
 // usCell formats a CPU time spread in ns as the median in microseconds.
 func usCell(s spread) string { return us(s.dur()) }
 
+// countCell formats a spread of counts per request.
+func countCell(s spread) string {
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", s.Med, s.Min, s.Max)
+}
+
 // ratioCell formats a/b, or "-" without b.
 func ratioCell(a, b float64) string {
 	if b == 0 {
@@ -176,7 +193,7 @@ func logTable(p printf, r *results, c config) {
 		"of its own. On a real node each line is read and written again by the container runtime (the CRI log).\n\n")
 	p("| app | way | body | conns | lines per request | bytes per request |\n|---|---|---|---|---|---|\n")
 	for _, a := range apps {
-		for _, cl := range plan(a, c.smoke) {
+		for _, cl := range plan(a, c) {
 			rs := r.runs(a, cl)
 			if len(rs) == 0 || rs[0].Logged == nil {
 				continue

@@ -89,3 +89,31 @@ func CPUStall() (time.Duration, error) {
 	}
 	return 0, fmt.Errorf("no total in CPU pressure line %q", line)
 }
+
+// Syscalls returns how many read and write system calls process pid has
+// made (/proc/<pid>/io, syscr plus syscw): the reads, writes, recvs and
+// sends of its sockets among them.
+func Syscalls(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read process io: %w", err)
+	}
+	var n int64
+	found := 0
+	for line := range strings.Lines(string(data)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		if !ok || (name != "syscr" && name != "syscw") {
+			continue
+		}
+		c, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parse process io %s %q: %w", name, v, err)
+		}
+		n += c
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("syscr or syscw missing from /proc/%d/io", pid)
+	}
+	return n, nil
+}
