@@ -106,6 +106,27 @@ func (c *clientConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
+// ReadFrom sends a streamed body in writes of up to streamChunk bytes,
+// each through Write (so each extends the write deadline): the server's
+// 16 KiB buffered writer hands a large body here once it is empty, as it
+// would to a bare TCP connection, instead of cutting it into buffer-sized
+// writes.
+func (c *clientConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := streamChunks.Get().(*[]byte)
+	defer streamChunks.Put(buf)
+	return io.CopyBuffer(writeOnly{c}, r, *buf)
+}
+
+// streamChunk is the largest write of a streamed body to a client, and of
+// the reads that fill it: io.Copy's size, as a bare TCP connection uses.
+const streamChunk = 32 << 10
+
+var streamChunks = sync.Pool{New: func() any { b := make([]byte, streamChunk); return &b }}
+
+// writeOnly hides a writer's ReadFrom from io.CopyBuffer, which would
+// otherwise call it again.
+type writeOnly struct{ io.Writer }
+
 func (c *clientConn) Close() error {
 	first := false
 	c.once.Do(func() {
