@@ -37,12 +37,11 @@ func profileGap(c config, s *servers) (proxyTop, bareTop string, gap *cpuGap, er
 	for _, w := range []struct {
 		way         way
 		debug, name string
-		role        string
 		top         *string
 		split       *cpuSplit
 	}{
-		{viaProxy, s.proxyDebug, "proxy-cpu.pprof", "proxy", &proxyTop, &g.Proxy},
-		{viaBare, s.bareDebug, "bare-cpu.pprof", "bare", &bareTop, &g.Bare},
+		{viaProxy, s.proxyDebug, "proxy-cpu.pprof", &proxyTop, &g.Proxy},
+		{viaBare, s.bareDebug, "bare-cpu.pprof", &bareTop, &g.Bare},
 	} {
 		cl.Way = w.way
 		tops, run, err := profileDuring(c, s, cl, 0, map[string]string{w.debug: w.name})
@@ -54,7 +53,7 @@ func profileGap(c config, s *servers) (proxyTop, bareTop string, gap *cpuGap, er
 		if err != nil {
 			return proxyTop, bareTop, nil, err
 		}
-		*w.split = cpuSplit{PerRequest: run.CPU[w.role], Syscalls: share}
+		*w.split = cpuSplit{PerRequest: run.CPU[servedBy[w.way][0]], Syscalls: share}
 	}
 	return proxyTop, bareTop, &g, nil
 }

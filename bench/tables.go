@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sandgate/sandgate/bench/scale"
 )
 
-// dataTable writes app a's ways (a)-(d) and their ratios.
+// dataTable writes app a's ways (a)-(e) and (b)'s ratios against them.
 func dataTable(p printf, r *results, a app, c config) {
 	p("\n### %s app\n\n| way | body | conns | req/s | p50 | p99 | CPU per request: front server | app | system calls per request: front server |\n|---|---|---|---|---|---|---|---|---|\n", a.Name)
 	matrix := func(each func(size, conns int)) {
@@ -29,28 +30,42 @@ func dataTable(p printf, r *results, a app, c config) {
 				msCell(rs.p50()), msCell(rs.p99()), front, usCell(rs.cpu("app")), calls)
 		}
 	})
-	e := c.traefik != ""
-	p("\nRatios of the medians (throughput, then the front server's CPU per request):\n\n")
-	if e {
-		p("| body | conns | b/a | b/c | b/d | b/e | CPU b/d | CPU b/c | CPU b/e |\n|---|---|---|---|---|---|---|---|---|\n")
-	} else {
-		p("| body | conns | b/a | b/c | b/d | CPU b/d | CPU b/c |\n|---|---|---|---|---|---|---|\n")
+	// (b)'s throughput against every other way, then its front server's
+	// CPU against every other front server's.
+	var others, fronts []way
+	for _, w := range c.frontWays() {
+		if w != viaProxy {
+			others = append(others, w)
+		}
+		if w != viaProxy && w != direct {
+			fronts = append(fronts, w)
+		}
 	}
+	head := "| body | conns |"
+	for _, w := range others {
+		head += " b/" + wayLetter[w] + " |"
+	}
+	for _, w := range fronts {
+		head += " CPU b/" + wayLetter[w] + " |"
+	}
+	p("\nRatios of the medians (throughput, then the front server's CPU per request):\n\n%s\n|%s\n", head,
+		strings.Repeat("---|", 2+len(others)+len(fronts)))
 	matrix(func(size, conns int) {
 		get := func(w way) rounds { return r.runs(a, cell{w, size, conns}) }
-		ra, rb, rc, rd := get(direct), get(viaProxy), get(viaBase), get(viaBare)
-		rps, cpu := func(x rounds) string { return ratioCell(rb.rps().Med, x.rps().Med) }, func(x rounds, role string) string {
-			return ratioCell(rb.cpu("proxy").Med, x.cpu(role).Med)
+		rb := get(viaProxy)
+		row := fmt.Sprintf("| %s | %d |", kib(size), conns)
+		for _, w := range others {
+			row += " " + ratioCell(rb.rps().Med, get(w).rps().Med) + " |"
 		}
-		if e {
-			re := get(viaTraefik)
-			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", kib(size), conns, rps(ra), rps(rc), rps(rd), rps(re),
-				cpu(rd, "bare"), cpu(rc, "baseline"), cpu(re, "traefik"))
-			return
+		for _, w := range fronts {
+			row += " " + ratioCell(rb.cpu("proxy").Med, get(w).cpu(servedBy[w][0]).Med) + " |"
 		}
-		p("| %s | %d | %s | %s | %s | %s | %s |\n", kib(size), conns, rps(ra), rps(rc), rps(rd), cpu(rd, "bare"), cpu(rc, "baseline"))
+		p("%s\n", row)
 	})
 }
+
+// wayLetter names the ways (a) to (e) in the ratios' headers.
+var wayLetter = map[way]string{direct: "a", viaProxy: "b", viaBase: "c", viaBare: "d", viaTraefik: "e"}
 
 // wayName labels the ways in tables.
 var wayName = map[way]string{direct: "(a) direct", viaProxy: "(b) node proxy", viaBase: "(c) httputil", viaBare: "(d) bare fasthttp", viaTraefik: "(e) Traefik", viaHop: "hop"}
